@@ -1,0 +1,93 @@
+//! The front end: C source files to one [`Program`].
+//!
+//! Per translation unit: [`preprocess`] (the system C preprocessor, line markers kept),
+//! [`compat`] rewriting of GNU extensions lang-c cannot parse, [`parse`] with lang-c,
+//! [`source_map`] from byte offsets back to original file/line/column, and [`lower`] to the IR
+//! with types and layouts ([`layout`]) for the chosen data model. Units are linked into one
+//! program by name as they are lowered.
+//!
+//! Errors are [`FrontendError`]s: one line `file:line[:col]: error: message`, exit code 2.
+
+pub mod compat;
+pub mod error;
+pub mod layout;
+pub mod lower;
+pub mod parse;
+pub mod preprocess;
+pub mod source_map;
+
+pub use error::{ErrorKind, FrontendError};
+pub use preprocess::PreprocessOptions;
+
+use crate::ir::{DataModel, Program};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Input options shared by every command.
+#[derive(Clone, Debug, Default)]
+pub struct FrontendOptions {
+    /// How to run the preprocessor.
+    pub preprocess: PreprocessOptions,
+    /// Sizes of `int`, `long` and pointers.
+    pub data_model: DataModel,
+}
+
+/// Time spent in each front-end phase, summed over translation units.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrontendStats {
+    /// Running the preprocessor (or reading `.i` files).
+    pub preprocess: Duration,
+    /// Compatibility rewriting and parsing.
+    pub parse: Duration,
+    /// Lowering to the IR (including freeing the AST).
+    pub lower: Duration,
+    /// Bytes of preprocessed text.
+    pub preprocessed_bytes: usize,
+    /// Number of translation units.
+    pub units: usize,
+}
+
+/// Preprocesses, parses and lowers `paths` (each a translation unit) into one program.
+///
+/// Errors: the first [`FrontendError`] of any unit (unreadable file, binary input,
+/// preprocessor failure, syntax error, invalid C).
+pub fn load(
+    paths: &[PathBuf],
+    opts: &FrontendOptions,
+) -> Result<(Program, FrontendStats), FrontendError> {
+    let mut pb = lower::ProgramBuilder::new(opts.data_model);
+    let mut stats = FrontendStats::default();
+    for path in paths {
+        let t0 = Instant::now();
+        let pp = preprocess::preprocess(path, &opts.preprocess)?;
+        let t1 = Instant::now();
+        stats.preprocessed_bytes += pp.text.len();
+        let main = pb.files.intern(&pp.path);
+        let parsed = parse::parse(&pp.path, pp.text, &mut pb.files)?;
+        let t2 = Instant::now();
+        pb.lower_unit(&parsed, main)?;
+        drop(parsed);
+        let t3 = Instant::now();
+        stats.preprocess += t1 - t0;
+        stats.parse += t2 - t1;
+        stats.lower += t3 - t2;
+        stats.units += 1;
+    }
+    Ok((pb.finish(), stats))
+}
+
+/// Parses and lowers already preprocessed C text named `name` (no preprocessor runs). Used by
+/// tests and fuzzing.
+///
+/// Errors: as [`load`], minus the preprocessing ones.
+pub fn load_preprocessed(
+    name: &str,
+    text: String,
+    data_model: DataModel,
+) -> Result<Program, FrontendError> {
+    let mut pb = lower::ProgramBuilder::new(data_model);
+    let main = pb.files.intern(name);
+    let parsed = parse::parse(name, text, &mut pb.files)?;
+    pb.lower_unit(&parsed, main)?;
+    Ok(pb.finish())
+}

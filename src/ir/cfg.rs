@@ -1,0 +1,155 @@
+//! Control-flow graphs: program points (nodes) joined by edges that each carry one simple
+//! instruction ([`Op`]).
+//!
+//! This is the control-flow automaton form used by Goblint and CPAchecker: an abstract
+//! interpreter keeps one state per node and applies one transfer function per edge. Branches are
+//! pairs of [`Op::Assume`] edges, so conditions refine states on the edge that tests them.
+//! Loop heads (targets of retreating edges of a depth-first search from the entry) are marked
+//! for widening and unrolling. Every node is reachable from the entry.
+
+use super::FuncId;
+use super::Loc;
+use super::expr::{Expr, Lval};
+
+/// A program point; index into [`Cfg::nodes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct NodeId(pub u32);
+
+/// An edge; index into [`Cfg::edges`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EdgeId(pub u32);
+
+/// A program point.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Node {
+    /// Outgoing edges, in creation order.
+    pub succs: Vec<EdgeId>,
+    /// Incoming edges, in creation order.
+    pub preds: Vec<EdgeId>,
+    /// Whether the node heads a loop (the target of a retreating edge): the place to widen.
+    pub loop_head: bool,
+}
+
+/// A CFG edge: executing `op` moves control from `src` to `dst`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    /// Source program point.
+    pub src: NodeId,
+    /// Target program point.
+    pub dst: NodeId,
+    /// The instruction.
+    pub op: Op,
+    /// Source location of the C construct the instruction comes from.
+    pub loc: Loc,
+}
+
+/// The function called by a [`Op::Call`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum Callee {
+    /// A call of a named function.
+    Direct(FuncId),
+    /// A call through a function pointer (the expression has pointer-to-function type).
+    Indirect(Expr),
+}
+
+/// A simple instruction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    /// No effect (joins, `goto`, empty statements).
+    Skip,
+    /// `lhs = rhs` (`rhs` already converted to the type of `lhs`; struct copies included).
+    Assign {
+        /// Written lvalue.
+        lhs: Lval,
+        /// Assigned value.
+        rhs: Expr,
+    },
+    /// `dest = callee(args...)`; arguments are converted to the parameter types where the
+    /// callee has a prototype (default argument promotions otherwise).
+    Call {
+        /// Where the result is stored, if anywhere.
+        dest: Option<Lval>,
+        /// Called function.
+        callee: Callee,
+        /// Argument values, left to right.
+        args: Vec<Expr>,
+    },
+    /// Continue only if `cond` is non-zero (`branch` true) or zero (`branch` false).
+    Assume {
+        /// Scalar condition.
+        cond: Expr,
+        /// Which outcome this edge takes.
+        branch: bool,
+    },
+    /// Return from the function, with the value converted to the return type. The edge leads
+    /// to [`Cfg::exit`].
+    Return(Option<Expr>),
+    /// Inline assembly: an unsupported construct that may write `outputs` and reads `inputs`.
+    Asm {
+        /// Output operands (written).
+        outputs: Vec<Lval>,
+        /// Input operands (read).
+        inputs: Vec<Expr>,
+    },
+}
+
+/// A function body as a control-flow graph.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Cfg {
+    /// Program points; [`NodeId`] indexes them.
+    pub nodes: Vec<Node>,
+    /// Edges; [`EdgeId`] indexes them.
+    pub edges: Vec<Edge>,
+    /// Entry point.
+    pub entry: NodeId,
+    /// The single exit point (target of every [`Op::Return`]).
+    pub exit: NodeId,
+}
+
+impl Cfg {
+    /// The node behind an id.
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+
+    /// The edge behind an id.
+    pub fn edge(&self, id: EdgeId) -> &Edge {
+        &self.edges[id.0 as usize]
+    }
+
+    /// Outgoing edges of `n`.
+    pub fn succs(&self, n: NodeId) -> impl Iterator<Item = &Edge> + '_ {
+        self.node(n).succs.iter().map(|e| self.edge(*e))
+    }
+
+    /// Nodes in reverse postorder of a depth-first search from the entry (iterative, so deep
+    /// graphs cannot overflow the stack). Unreachable nodes are left out.
+    pub fn reverse_postorder(&self) -> Vec<NodeId> {
+        let mut order = Vec::with_capacity(self.nodes.len());
+        let mut visited = vec![false; self.nodes.len()];
+        // Stack of (node, index of the next successor to visit).
+        let mut stack: Vec<(NodeId, usize)> = Vec::new();
+        if self.nodes.is_empty() {
+            return order;
+        }
+        visited[self.entry.0 as usize] = true;
+        stack.push((self.entry, 0));
+        while let Some(top) = stack.last_mut() {
+            let (n, i) = *top;
+            let succs = &self.node(n).succs;
+            if i < succs.len() {
+                top.1 += 1;
+                let dst = self.edge(succs[i]).dst;
+                if !visited[dst.0 as usize] {
+                    visited[dst.0 as usize] = true;
+                    stack.push((dst, 0));
+                }
+            } else {
+                order.push(n);
+                stack.pop();
+            }
+        }
+        order.reverse();
+        order
+    }
+}

@@ -1,0 +1,91 @@
+//! Run statistics: wall time per phase and peak resident memory, for `--stats` and the JSON
+//! report's `"stats"`.
+
+use std::time::Duration;
+
+/// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`); `None`
+/// where that file does not exist (not Linux).
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// One timed phase.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Phase {
+    /// Phase name (`preprocess`, `parse`, `lower`, ...).
+    pub name: &'static str,
+    /// Wall time in milliseconds.
+    pub ms: f64,
+}
+
+impl Phase {
+    /// A phase that took `d`.
+    pub fn new(name: &'static str, d: Duration) -> Phase {
+        Phase {
+            name,
+            ms: d.as_secs_f64() * 1000.0,
+        }
+    }
+}
+
+/// Statistics of one run.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct RunStats {
+    /// Timed phases in pipeline order.
+    pub phases: Vec<Phase>,
+    /// Peak resident memory in MiB, when known.
+    pub peak_rss_mib: Option<f64>,
+    /// Translation units analysed.
+    pub units: usize,
+    /// Bytes of preprocessed source.
+    pub preprocessed_bytes: usize,
+    /// Functions with a body.
+    pub functions: usize,
+    /// CFG edges over all functions.
+    pub edges: usize,
+}
+
+impl RunStats {
+    /// Renders the statistics as lines for stderr.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let total: f64 = self.phases.iter().map(|p| p.ms).sum();
+        for p in &self.phases {
+            s.push_str(&format!(
+                "racedar: stats: {:<12} {:>9.2} ms\n",
+                p.name, p.ms
+            ));
+        }
+        s.push_str(&format!(
+            "racedar: stats: {:<12} {:>9.2} ms\n",
+            "total", total
+        ));
+        s.push_str(&format!(
+            "racedar: stats: {} unit(s), {} bytes preprocessed, {} functions, {} CFG edges\n",
+            self.units, self.preprocessed_bytes, self.functions, self.edges
+        ));
+        if let Some(m) = self.peak_rss_mib {
+            s.push_str(&format!("racedar: stats: peak RSS {m:.1} MiB\n"));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn peak_rss_is_readable_on_linux() {
+        if std::path::Path::new("/proc/self/status").exists() {
+            assert!(super::peak_rss_bytes().is_some_and(|b| b > 0));
+        }
+    }
+}
