@@ -57,7 +57,7 @@ fn bin_prec(op: BinOp) -> u8 {
 
 impl Printer<'_> {
     fn shown(&self, loc: Loc) -> bool {
-        self.opts.all_files || self.p.inputs.contains(&loc.file)
+        loc.line != 0 && (self.opts.all_files || self.p.inputs.contains(&loc.file))
     }
 
     fn program(&self) -> String {
@@ -343,7 +343,14 @@ impl Printer<'_> {
                 let prec = if *v < 0 { PREC_UNARY } else { PREC_POSTFIX };
                 (s, prec)
             }
-            ExprKind::Float(v) => (format!("{v:?}"), PREC_POSTFIX),
+            ExprKind::Float(v) => {
+                let suffix = match t.kind(e.ty) {
+                    TypeKind::Float(types::FloatKind::Float) => "f",
+                    TypeKind::Float(types::FloatKind::LongDouble) => "L",
+                    _ => "",
+                };
+                (format!("{v:?}{suffix}"), PREC_POSTFIX)
+            }
             ExprKind::Str(s) => (self.string(*s), PREC_POSTFIX),
             ExprKind::Load(lv) => (self.lval(lv, f), self.lval_prec(lv)),
             ExprKind::AddrOf(lv) => (format!("&{}", self.lval_at(lv, f, PREC_UNARY)), PREC_UNARY),
@@ -395,37 +402,36 @@ impl Printer<'_> {
 
     fn lval(&self, lv: &Lval, f: Option<&Function>) -> String {
         let t = &self.p.types;
-        let mut s;
-        let mut projs = lv.proj.iter().peekable();
-        match &lv.host {
-            Host::Var(Var::Global(g)) => s = self.global_name(*g),
-            Host::Var(Var::Local(l)) => {
-                s = match f {
-                    Some(f) => self.local_name(f, *l),
-                    None => format!("local#{}", l.0),
-                }
-            }
+        let field_name = |comp: types::CompId, index: u32| {
+            t.comp(comp).fields[index as usize].name.as_deref()
+        };
+        // Anonymous struct/union members are invisible in C syntax: `p->x`, not `p-><anon>.x`.
+        let mut projs = lv
+            .proj
+            .iter()
+            .filter(|p| !matches!(p, Proj::Field { comp, index } if field_name(*comp, *index).is_none()))
+            .peekable();
+        let mut s = match &lv.host {
+            Host::Var(Var::Global(g)) => self.global_name(*g),
+            Host::Var(Var::Local(l)) => match f {
+                Some(f) => self.local_name(f, *l),
+                None => format!("local#{}", l.0),
+            },
             Host::Deref(e) => match projs.peek() {
                 Some(Proj::Field { comp, index }) => {
+                    let name = field_name(*comp, *index).unwrap_or("<anon>");
                     projs.next();
-                    let name = t.comp(*comp).fields[*index as usize]
-                        .name
-                        .as_deref()
-                        .unwrap_or("<anon>");
-                    s = format!("{}->{}", self.expr(e, f, PREC_POSTFIX), name);
+                    format!("{}->{}", self.expr(e, f, PREC_POSTFIX), name)
                 }
-                Some(Proj::Index(_)) => s = format!("(*{})", self.expr(e, f, PREC_UNARY)),
-                None => s = format!("*{}", self.expr(e, f, PREC_UNARY)),
+                Some(Proj::Index(_)) => format!("(*{})", self.expr(e, f, PREC_UNARY)),
+                None if lv.proj.is_empty() => format!("*{}", self.expr(e, f, PREC_UNARY)),
+                None => format!("(*{})", self.expr(e, f, PREC_UNARY)),
             },
-        }
+        };
         for pr in projs {
             match pr {
                 Proj::Field { comp, index } => {
-                    let name = t.comp(*comp).fields[*index as usize]
-                        .name
-                        .as_deref()
-                        .unwrap_or("<anon>");
-                    let _ = write!(s, ".{name}");
+                    let _ = write!(s, ".{}", field_name(*comp, *index).unwrap_or("<anon>"));
                 }
                 Proj::Index(ix) => {
                     let _ = write!(s, "[{}]", self.expr(ix, f, 0));

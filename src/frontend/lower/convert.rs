@@ -109,6 +109,14 @@ pub fn convert(t: &mut TypeTable, e: Expr, to: TypeId) -> Expr {
         return Expr { ty: to, ..e };
     }
     let dm = t.data_model;
+    if t.is_pointer(to) && is_null_constant(t, &e) {
+        // `(T *)(void *)0` is `(T *)0`.
+        let int = t.common.int;
+        return Expr {
+            kind: ExprKind::Cast(Box::new(Expr::int(0, int))),
+            ty: to,
+        };
+    }
     match (&e.kind, t.kind(to).clone()) {
         (ExprKind::Int(v), TypeKind::Int(k)) => return Expr::int(wrap(*v, k, dm), to),
         (ExprKind::Int(v), TypeKind::Float(_)) => {

@@ -813,7 +813,8 @@ impl Lower<'_> {
         Ok(Val::Rv(t))
     }
 
-    /// Folds an expression whose operands are constants.
+    /// Folds an expression whose operands are constants, and the identities `x + 0`, `0 + x`,
+    /// `x - 0` (pointer arithmetic included).
     pub(super) fn fold(&mut self, e: Expr) -> Expr {
         let foldable = match &e.kind {
             ExprKind::Unary(_, a) => a.as_int().is_some(),
@@ -825,7 +826,16 @@ impl Lower<'_> {
                 return Expr::int(v, e.ty);
             }
         }
-        e
+        let ty = e.ty;
+        match e.kind {
+            ExprKind::Binary(
+                BinOp::Add | BinOp::Sub | BinOp::PtrAdd | BinOp::PtrSub,
+                a,
+                b,
+            ) if b.as_int() == Some(0) && a.ty == ty => *a,
+            ExprKind::Binary(BinOp::Add, a, b) if a.as_int() == Some(0) && b.ty == ty => *b,
+            kind => Expr { kind, ty },
+        }
     }
 
     /// Builds `l op r` with C's operand conversions (pointer arithmetic included).

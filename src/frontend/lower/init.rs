@@ -55,6 +55,9 @@ pub(super) struct Item {
     pub value: ItemValue,
 }
 
+/// Largest number of elements a GNU range designator `[lo ... hi]` may span.
+const MAX_RANGE_DESIGNATOR: i128 = 1 << 20;
+
 fn with(proj: &[Proj], p: Proj) -> Vec<Proj> {
     let mut v = proj.to_vec();
     v.push(p);
@@ -360,7 +363,7 @@ impl Lower<'_> {
             }
         }
         let mut idx = 0;
-        self.init_members(ty, &proj, items, &mut idx, true, out)
+        self.init_members(ty, &proj, items, &mut idx, true, 0, false, out)
     }
 
     /// The member at or after position `cur` of aggregate `ty` that an initialiser fills next:
@@ -407,9 +410,12 @@ impl Lower<'_> {
         }
     }
 
-    /// Fills the members of `ty` from `items[*idx..]`. In a braced list, designators re-position
-    /// and excess items are ignored; without braces (brace elision) it stops at the end of the
-    /// aggregate or at a designator. Returns the element count reached.
+    /// Fills the members of `ty` from `items[*idx..]`, starting at member position `start`.
+    /// In a braced list, designators re-position and excess items are ignored; without braces
+    /// (brace elision, or the continuation after a nested designator) it stops at the end of
+    /// the aggregate or at a designator. `ignore_designation` treats the designation of the
+    /// first item as already applied. Returns the element count reached.
+    #[allow(clippy::too_many_arguments)]
     fn init_members(
         &mut self,
         ty: TypeId,
@@ -417,27 +423,24 @@ impl Lower<'_> {
         items: &[Node<ast::InitializerListItem>],
         idx: &mut usize,
         braced: bool,
+        start: u64,
+        mut ignore_designation: bool,
         out: &mut Vec<Item>,
     ) -> LResult<u64> {
-        let mut cur: u64 = 0;
-        let mut max: u64 = 0;
+        let mut cur: u64 = start;
+        let mut max: u64 = start;
         let types = &self.pb.program.types;
         let is_union =
             matches!(types.kind(ty), TypeKind::Comp(c) if types.comp(*c).kind == CompKind::Union);
         while let Some(item) = items.get(*idx) {
-            if !item.node.designation.is_empty() {
+            if !item.node.designation.is_empty() && !ignore_designation {
                 if !braced {
                     break;
                 }
-                cur = self.designate(
-                    ty,
-                    proj,
-                    &item.node.designation,
-                    InitRef::of(&item.node.initializer),
-                    out,
-                )?;
-                *idx += 1;
+                let init = InitRef::of(&item.node.initializer);
+                cur = self.designate(ty, proj, &item.node.designation, init, items, idx, out)?;
             } else {
+                ignore_designation = false;
                 match self.member_at(ty, cur) {
                     None => {
                         if !braced {
@@ -472,7 +475,9 @@ impl Lower<'_> {
         idx: &mut usize,
         out: &mut Vec<Item>,
     ) -> LResult<()> {
-        let item = &items[*idx];
+        let Some(item) = items.get(*idx) else {
+            return Ok(());
+        };
         let loc = self.loc(item.span);
         match InitRef::of(&item.node.initializer) {
             InitRef::List(l) => {
@@ -480,14 +485,8 @@ impl Lower<'_> {
                 self.init_braced(mty, proj, l, out, loc)?;
             }
             InitRef::Expr(e) => {
-                let elide =
-                    self.types().is_aggregate(mty) && !self.string_into_char_array(mty, e) && {
-                        let ety = self.type_of(e)?;
-                        let (a, b) = (self.types().unqualified(ety), self.types().unqualified(mty));
-                        a != b
-                    };
-                if elide {
-                    self.init_members(mty, &proj, items, idx, false, out)?;
+                if self.needs_elision(mty, e)? {
+                    self.init_members(mty, &proj, items, idx, false, 0, true, out)?;
                 } else {
                     *idx += 1;
                     self.init_expr(mty, proj, e, out)?;
@@ -497,20 +496,39 @@ impl Lower<'_> {
         Ok(())
     }
 
-    /// Applies a designation (`.a.b[2] = ...`); returns the position after the first designator.
+    /// Whether expression `e` for a sub-object of type `ty` starts a brace-elided list: `ty` is
+    /// an aggregate and `e` is neither of its type nor a string for a character array.
+    fn needs_elision(&mut self, ty: TypeId, e: &Node<ast::Expression>) -> LResult<bool> {
+        if !self.types().is_aggregate(ty) || self.string_into_char_array(ty, e) {
+            return Ok(false);
+        }
+        let ety = self.type_of(e)?;
+        let (a, b) = (self.types().unqualified(ety), self.types().unqualified(ty));
+        Ok(a != b)
+    }
+
+    /// Applies the designation of `items[*idx]` (`.a.b[2] = ...`) inside an object of type `ty`,
+    /// consuming that item and, after a nested designator, the undesignated items that continue
+    /// the designated sub-aggregate (C11 §6.7.9p17). Returns the position after the first
+    /// designator.
+    #[allow(clippy::too_many_arguments)]
     fn designate(
         &mut self,
         ty: TypeId,
         proj: &[Proj],
         desig: &[Node<ast::Designator>],
         init: InitRef,
+        items: &[Node<ast::InitializerListItem>],
+        idx: &mut usize,
         out: &mut Vec<Item>,
     ) -> LResult<u64> {
         let Some((first, rest)) = desig.split_first() else {
+            *idx += 1;
             return Ok(0);
         };
         let loc = self.loc(first.span);
-        match &first.node {
+        let int = self.pb.program.types.common.int;
+        let (targets, next) = match &first.node {
             ast::Designator::Member(id) => {
                 let TypeKind::Comp(c) = *self.types().kind(ty) else {
                     return Err(self.error(loc, "field designator in a non-struct initializer"));
@@ -524,70 +542,62 @@ impl Lower<'_> {
                 let mut cur = c;
                 let mut mty = ty;
                 for i in path {
-                    p.push(Proj::Field {
-                        comp: cur,
-                        index: i,
-                    });
+                    p.push(Proj::Field { comp: cur, index: i });
                     mty = self.pb.program.types.comp(cur).fields[i as usize].ty;
                     if let TypeKind::Comp(n) = *self.types().kind(mty) {
                         cur = n;
                     }
                 }
-                self.designated(mty, p, rest, init, out)?;
-                Ok(top as u64 + 1)
+                (vec![(mty, p)], top as u64 + 1)
             }
             ast::Designator::Index(e) => {
                 let k = self.designator_index(e, loc)?;
                 let elem = self.array_elem(ty, loc)?;
-                let int = self.pb.program.types.common.int;
-                self.designated(
-                    elem,
-                    with(proj, Proj::Index(Box::new(Expr::int(k, int)))),
-                    rest,
-                    init,
-                    out,
-                )?;
-                Ok(k as u64 + 1)
+                let p = with(proj, Proj::Index(Box::new(Expr::int(k, int))));
+                (vec![(elem, p)], k as u64 + 1)
             }
             ast::Designator::Range(r) => {
                 let lo = self.designator_index(&r.node.from, loc)?;
-                let hi = self.designator_index(&r.node.to, loc)?;
-                let elem = self.array_elem(ty, loc)?;
-                let int = self.pb.program.types.common.int;
-                for k in lo..=hi {
-                    self.designated(
-                        elem,
-                        with(proj, Proj::Index(Box::new(Expr::int(k, int)))),
-                        rest,
-                        init,
-                        out,
-                    )?;
+                let hi = self.designator_index(&r.node.to, loc)?.max(lo);
+                if hi - lo > MAX_RANGE_DESIGNATOR {
+                    return Err(self.error(loc, "designator range too large"));
                 }
-                Ok(hi.max(lo) as u64 + 1)
-            }
-        }
-    }
-
-    fn designated(
-        &mut self,
-        ty: TypeId,
-        proj: Vec<Proj>,
-        rest: &[Node<ast::Designator>],
-        init: InitRef,
-        out: &mut Vec<Item>,
-    ) -> LResult<()> {
-        if !rest.is_empty() {
-            self.designate(ty, &proj, rest, init, out)?;
-            return Ok(());
-        }
-        match init {
-            InitRef::Expr(e) => self.init_expr(ty, proj, e, out)?,
-            InitRef::List(l) => {
-                let loc = l.first().map(|i| self.loc(i.span)).unwrap_or_default();
-                self.init_braced(ty, proj, l, out, loc)?
+                let elem = self.array_elem(ty, loc)?;
+                let targets = (lo..=hi)
+                    .map(|k| (elem, with(proj, Proj::Index(Box::new(Expr::int(k, int))))))
+                    .collect();
+                (targets, hi as u64 + 1)
             }
         };
-        Ok(())
+        // A range applies the same initialiser to every element; each application re-reads
+        // the items from the same position.
+        let start = *idx;
+        let mut end = start;
+        for (mty, p) in targets {
+            *idx = start;
+            if rest.is_empty() {
+                match init {
+                    InitRef::List(l) => {
+                        *idx += 1;
+                        self.init_braced(mty, p, l, out, loc)?;
+                    }
+                    InitRef::Expr(e) if self.needs_elision(mty, e)? => {
+                        self.init_members(mty, &p, items, idx, false, 0, true, out)?;
+                    }
+                    InitRef::Expr(e) => {
+                        *idx += 1;
+                        self.init_expr(mty, p, e, out)?;
+                    }
+                }
+            } else {
+                let inner = self.designate(mty, &p, rest, init, items, idx, out)?;
+                // Continue the designated sub-aggregate with the following plain items.
+                self.init_members(mty, &p, items, idx, false, inner, false, out)?;
+            }
+            end = end.max(*idx);
+        }
+        *idx = end.max(start + 1);
+        Ok(next)
     }
 
     fn designator_index(&mut self, e: &Node<ast::Expression>, loc: Loc) -> LResult<i128> {
