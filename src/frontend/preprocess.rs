@@ -136,7 +136,8 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
     for i in &opts.includes {
         cmd.arg("-include").arg(i);
     }
-    cmd.arg(path);
+    // Whatever the extension, the input is C (gcc would ignore an unknown one as linker input).
+    cmd.arg("-x").arg("c").arg(path);
     tracing::debug!(?cmd, "preprocessing");
     let out = cmd.output().map_err(|e| {
         FrontendError::file(

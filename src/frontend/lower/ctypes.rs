@@ -694,13 +694,84 @@ impl Lower<'_> {
     }
 
     /// Dry-runs `e` and folds it to an integer constant, if it is one (no instruction emitted).
+    /// Expressions that cannot be constant ([`Lower::may_be_constant`]) are not lowered at all,
+    /// which keeps nested conditions linear.
     pub(super) fn try_const(&mut self, e: &Node<ast::Expression>) -> LResult<Option<i128>> {
+        if !self.may_be_constant(e) {
+            return Ok(None);
+        }
         let (v, emitted) = self.dry(|l| l.rvalue(e))?;
         Ok(if emitted {
             None
         } else {
             const_int(&self.pb.program.types, &v)
         })
+    }
+
+    /// A syntactic over-approximation of "is an integer constant expression": false when `e`
+    /// reads a variable, calls a function (other than builtins GCC folds), assigns, or contains
+    /// a statement or compound literal. Negative answers are memoised per node.
+    pub(super) fn may_be_constant(&mut self, e: &Node<ast::Expression>) -> bool {
+        use ast::Expression as E;
+        let key = (e.span.start, e.span.end);
+        if key.1 > key.0 && self.nonconst.contains(&key) {
+            return false;
+        }
+        let r = match &e.node {
+            E::Identifier(id) => matches!(self.lookup(&id.node.name), Some(Symbol::EnumConst(..))),
+            E::Constant(_) | E::SizeOfTy(_) | E::SizeOfVal(_) | E::AlignOf(_) | E::OffsetOf(_) => {
+                true
+            }
+            E::GenericSelection(_) => true,
+            E::StringLiteral(_) | E::CompoundLiteral(_) | E::Statement(_) | E::VaArg(_) => false,
+            E::Comma(_) => false,
+            E::Call(c) => match &c.node.callee.node {
+                E::Identifier(id) => {
+                    matches!(
+                        id.node.name.as_str(),
+                        "__builtin_constant_p" | "__builtin_choose_expr" | "__builtin_expect"
+                    ) && self.lookup(&id.node.name).is_none()
+                }
+                _ => false,
+            },
+            E::Member(m) => self.may_be_constant(&m.node.expression),
+            E::UnaryOperator(u) => match u.node.operator.node {
+                ast::UnaryOperator::PreIncrement
+                | ast::UnaryOperator::PreDecrement
+                | ast::UnaryOperator::PostIncrement
+                | ast::UnaryOperator::PostDecrement => false,
+                _ => self.may_be_constant(&u.node.operand),
+            },
+            E::Cast(c) => self.may_be_constant(&c.node.expression),
+            E::BinaryOperator(b) => {
+                use ast::BinaryOperator as B;
+                match b.node.operator.node {
+                    B::Assign
+                    | B::AssignMultiply
+                    | B::AssignDivide
+                    | B::AssignModulo
+                    | B::AssignPlus
+                    | B::AssignMinus
+                    | B::AssignShiftLeft
+                    | B::AssignShiftRight
+                    | B::AssignBitwiseAnd
+                    | B::AssignBitwiseXor
+                    | B::AssignBitwiseOr => false,
+                    // `0 && x` and `1 || x` are constant whatever x is.
+                    B::LogicalAnd | B::LogicalOr => self.may_be_constant(&b.node.lhs),
+                    _ => self.may_be_constant(&b.node.lhs) && self.may_be_constant(&b.node.rhs),
+                }
+            }
+            E::Conditional(c) => {
+                self.may_be_constant(&c.node.condition)
+                    && (self.may_be_constant(&c.node.then_expression)
+                        || self.may_be_constant(&c.node.else_expression))
+            }
+        };
+        if !r && key.1 > key.0 {
+            self.nonconst.insert(key);
+        }
+        r
     }
 
     /// Runs `f` without keeping anything it emits (nodes, edges, locals, strings); returns its

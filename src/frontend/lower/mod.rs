@@ -97,6 +97,7 @@ impl ProgramBuilder {
             dry_run: 0,
             pending_vla: Vec::new(),
             compound_literals: 0,
+            nonconst: rustc_hash::FxHashSet::default(),
         };
         lower.bind("__builtin_va_list", Symbol::Typedef(va_list));
         for ext in &unit.unit.0 {
@@ -185,6 +186,8 @@ struct Lower<'a> {
     pending_vla: Vec<crate::ir::Expr>,
     /// Counter naming compound literals.
     compound_literals: u32,
+    /// Spans of expressions known not to be constant ([`Lower::may_be_constant`]).
+    nonconst: rustc_hash::FxHashSet<(usize, usize)>,
 }
 
 impl Lower<'_> {

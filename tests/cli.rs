@@ -1,0 +1,206 @@
+//! The command line: exit codes, one-line errors naming `file:line` for bad input, and the
+//! input options reaching the preprocessor.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn racedar() -> Command {
+    Command::cargo_bin("racedar").expect("binary built")
+}
+
+/// Runs `racedar check` on `file` and returns the stderr after checking exit code 2, no panic,
+/// and a last line `file:line[:col]: error: ...` naming `shown` (the file as reported).
+fn expect_input_error(args: &[&str], shown: &str) -> String {
+    let out = racedar().arg("check").args(args).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "exit code, stderr:\n{stderr}");
+    assert!(!stderr.contains("panicked"), "panic:\n{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    let rest = last
+        .strip_prefix(shown)
+        .unwrap_or_else(|| panic!("error line does not start with {shown}: {last}"));
+    let mut parts = rest.splitn(3, ':');
+    assert_eq!(parts.next(), Some(""), "{last}");
+    let line = parts.next().unwrap_or_default();
+    assert!(line.parse::<u32>().is_ok_and(|l| l >= 1), "no line number: {last}");
+    assert!(last.contains(": error: "), "{last}");
+    stderr
+}
+
+#[test]
+fn missing_file_is_an_input_error() {
+    let err = expect_input_error(&["tests/fixtures/bad/does_not_exist.c"], "tests/fixtures/bad/does_not_exist.c");
+    assert!(err.contains("cannot read file: no such file"), "{err}");
+}
+
+#[test]
+fn directory_is_an_input_error() {
+    let err = expect_input_error(&["tests/fixtures/bad"], "tests/fixtures/bad");
+    assert!(err.contains("cannot read file"), "{err}");
+}
+
+#[test]
+fn binary_file_is_not_c() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("blob.c");
+    std::fs::write(&path, [0x7f, b'E', b'L', b'F', 0, 1, 2, 0xff, 0xfe]).expect("write");
+    let p = path.to_string_lossy().to_string();
+    let err = expect_input_error(&[&p], &p);
+    assert!(err.contains("not a C source file"), "{err}");
+}
+
+#[test]
+fn syntax_error_names_line_and_column() {
+    let err = expect_input_error(&["tests/fixtures/bad/syntax.c"], "tests/fixtures/bad/syntax.c");
+    assert!(err.lines().last().unwrap_or_default().starts_with("tests/fixtures/bad/syntax.c:4:"), "{err}");
+    assert!(err.contains("syntax error"), "{err}");
+}
+
+#[test]
+fn truncated_file_is_a_syntax_error() {
+    let src = std::fs::read_to_string("tests/fixtures/frontend/statements.c").expect("fixture");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("truncated.c");
+    // Cut in the middle of a function body.
+    let cut = src.find("s += i;").expect("marker");
+    std::fs::write(&path, &src[..cut]).expect("write");
+    let p = path.to_string_lossy().to_string();
+    let err = expect_input_error(&[&p], &p);
+    assert!(err.contains("syntax error at end of file"), "{err}");
+}
+
+#[test]
+fn text_that_is_not_c_is_a_syntax_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "These are notes, not C.\nThey have two lines.\n").expect("write");
+    let p = path.to_string_lossy().to_string();
+    let err = expect_input_error(&[&p], &p);
+    assert!(err.contains("syntax error"), "{err}");
+}
+
+#[test]
+fn preprocessor_failure_shows_its_output() {
+    let err = expect_input_error(
+        &["tests/fixtures/bad/missing_include.c"],
+        "tests/fixtures/bad/missing_include.c",
+    );
+    assert!(err.contains("no_such_header.h"), "{err}");
+    assert!(err.lines().last().unwrap_or_default().contains("preprocessing failed"), "{err}");
+}
+
+#[test]
+fn undeclared_identifier_is_a_semantic_error() {
+    let err = expect_input_error(&["tests/fixtures/bad/undeclared.c"], "tests/fixtures/bad/undeclared.c");
+    assert!(err.lines().last().unwrap_or_default().starts_with("tests/fixtures/bad/undeclared.c:3:10: "), "{err}");
+    assert!(err.contains("use of undeclared identifier 'undeclared_variable'"), "{err}");
+}
+
+#[test]
+fn errors_in_preprocessed_files_use_line_markers() {
+    let err = expect_input_error(&["tests/fixtures/bad/preprocessed_error.i"], "orig.c");
+    assert!(err.lines().last().unwrap_or_default().starts_with("orig.c:40:"), "{err}");
+    assert!(err.contains("syntax error"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = racedar().arg("check").output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let out = racedar()
+        .args(["check", "--data-model", "ILP16", "x.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn check_succeeds_and_json_has_the_contract_keys() {
+    let out = racedar()
+        .args(["check", "--format", "json", "tests/fixtures/frontend/pthreads.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_eq!(v["verdict"], "unknown");
+    assert!(v["races"].as_array().is_some_and(|r| r.is_empty()));
+    assert!(v["imprecision"].as_array().is_some_and(|r| !r.is_empty()));
+}
+
+#[test]
+fn defines_reach_the_preprocessor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("d.c");
+    std::fs::write(&path, "#ifndef WANTED\n#error WANTED missing\n#endif\nint x = WANTED;\n").expect("write");
+    let p = path.to_string_lossy().to_string();
+    // Without -D the #error fires.
+    let out = racedar().args(["check", &p]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let out = racedar()
+        .args(["dump-ir", "-DWANTED=42", &p])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("global int x = { 42 }"));
+    // -U undoes a -D; gcc's -include spelling works too.
+    let inc = dir.path().join("inc.h");
+    std::fs::write(&inc, "#define WANTED 7\n").expect("write");
+    let out = racedar()
+        .args(["dump-ir", "-include", &inc.to_string_lossy(), &p])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("global int x = { 7 }"));
+}
+
+#[test]
+fn include_dirs_reach_the_preprocessor() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("inc")).expect("mkdir");
+    std::fs::write(dir.path().join("inc/h.h"), "int from_header;\n").expect("write");
+    let path = dir.path().join("m.c");
+    std::fs::write(&path, "#include \"h.h\"\nint main(void) { return from_header; }\n").expect("write");
+    let inc = dir.path().join("inc");
+    let out = racedar()
+        .args(["dump-ir", "-I", &inc.to_string_lossy(), &path.to_string_lossy(), "--all"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("from_header"));
+}
+
+#[test]
+fn cpp_option_and_cc_variable_choose_the_preprocessor() {
+    // A "preprocessor" that fails proves which command ran.
+    let out = racedar()
+        .args(["check", "--cpp", "false", "tests/fixtures/frontend/types.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'false' exited"));
+    let out = racedar()
+        .env("CC", "false")
+        .args(["check", "tests/fixtures/frontend/types.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    // --cpp wins over CC.
+    let out = racedar()
+        .env("CC", "false")
+        .args(["check", "--cpp", "cc -E", "tests/fixtures/frontend/types.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn preprocessed_files_skip_the_preprocessor() {
+    // `.i` input is read as is: a failing CC does not matter.
+    let out = racedar()
+        .env("CC", "false")
+        .args(["dump-ir", "tests/fixtures/bad/../frontend/../../fixtures/bad/preprocessed_error.i"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("syntax error"));
+    assert!(Path::new("tests/fixtures/bad/preprocessed_error.i").exists());
+}
