@@ -22,14 +22,20 @@ fn expect_input_error(args: &[&str], shown: &str) -> String {
     let mut parts = rest.splitn(3, ':');
     assert_eq!(parts.next(), Some(""), "{last}");
     let line = parts.next().unwrap_or_default();
-    assert!(line.parse::<u32>().is_ok_and(|l| l >= 1), "no line number: {last}");
+    assert!(
+        line.parse::<u32>().is_ok_and(|l| l >= 1),
+        "no line number: {last}"
+    );
     assert!(last.contains(": error: "), "{last}");
     stderr
 }
 
 #[test]
 fn missing_file_is_an_input_error() {
-    let err = expect_input_error(&["tests/fixtures/bad/does_not_exist.c"], "tests/fixtures/bad/does_not_exist.c");
+    let err = expect_input_error(
+        &["tests/fixtures/bad/does_not_exist.c"],
+        "tests/fixtures/bad/does_not_exist.c",
+    );
     assert!(err.contains("cannot read file: no such file"), "{err}");
 }
 
@@ -51,8 +57,17 @@ fn binary_file_is_not_c() {
 
 #[test]
 fn syntax_error_names_line_and_column() {
-    let err = expect_input_error(&["tests/fixtures/bad/syntax.c"], "tests/fixtures/bad/syntax.c");
-    assert!(err.lines().last().unwrap_or_default().starts_with("tests/fixtures/bad/syntax.c:4:"), "{err}");
+    let err = expect_input_error(
+        &["tests/fixtures/bad/syntax.c"],
+        "tests/fixtures/bad/syntax.c",
+    );
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("tests/fixtures/bad/syntax.c:4:"),
+        "{err}"
+    );
     assert!(err.contains("syntax error"), "{err}");
 }
 
@@ -86,20 +101,44 @@ fn preprocessor_failure_shows_its_output() {
         "tests/fixtures/bad/missing_include.c",
     );
     assert!(err.contains("no_such_header.h"), "{err}");
-    assert!(err.lines().last().unwrap_or_default().contains("preprocessing failed"), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or_default()
+            .contains("preprocessing failed"),
+        "{err}"
+    );
 }
 
 #[test]
 fn undeclared_identifier_is_a_semantic_error() {
-    let err = expect_input_error(&["tests/fixtures/bad/undeclared.c"], "tests/fixtures/bad/undeclared.c");
-    assert!(err.lines().last().unwrap_or_default().starts_with("tests/fixtures/bad/undeclared.c:3:10: "), "{err}");
-    assert!(err.contains("use of undeclared identifier 'undeclared_variable'"), "{err}");
+    let err = expect_input_error(
+        &["tests/fixtures/bad/undeclared.c"],
+        "tests/fixtures/bad/undeclared.c",
+    );
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("tests/fixtures/bad/undeclared.c:3:10: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("use of undeclared identifier 'undeclared_variable'"),
+        "{err}"
+    );
 }
 
 #[test]
 fn errors_in_preprocessed_files_use_line_markers() {
     let err = expect_input_error(&["tests/fixtures/bad/preprocessed_error.i"], "orig.c");
-    assert!(err.lines().last().unwrap_or_default().starts_with("orig.c:40:"), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("orig.c:40:"),
+        "{err}"
+    );
     assert!(err.contains("syntax error"), "{err}");
 }
 
@@ -117,7 +156,12 @@ fn usage_errors_exit_2() {
 #[test]
 fn check_succeeds_and_json_has_the_contract_keys() {
     let out = racedar()
-        .args(["check", "--format", "json", "tests/fixtures/frontend/pthreads.c"])
+        .args([
+            "check",
+            "--format",
+            "json",
+            "tests/fixtures/frontend/pthreads.c",
+        ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0));
@@ -131,7 +175,11 @@ fn check_succeeds_and_json_has_the_contract_keys() {
 fn defines_reach_the_preprocessor() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("d.c");
-    std::fs::write(&path, "#ifndef WANTED\n#error WANTED missing\n#endif\nint x = WANTED;\n").expect("write");
+    std::fs::write(
+        &path,
+        "#ifndef WANTED\n#error WANTED missing\n#endif\nint x = WANTED;\n",
+    )
+    .expect("write");
     let p = path.to_string_lossy().to_string();
     // Without -D the #error fires.
     let out = racedar().args(["check", &p]).output().expect("runs");
@@ -140,7 +188,12 @@ fn defines_reach_the_preprocessor() {
         .args(["dump-ir", "-DWANTED=42", &p])
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("global int x = { 42 }"));
     // -U undoes a -D; gcc's -include spelling works too.
     let inc = dir.path().join("inc.h");
@@ -158,13 +211,28 @@ fn include_dirs_reach_the_preprocessor() {
     std::fs::create_dir(dir.path().join("inc")).expect("mkdir");
     std::fs::write(dir.path().join("inc/h.h"), "int from_header;\n").expect("write");
     let path = dir.path().join("m.c");
-    std::fs::write(&path, "#include \"h.h\"\nint main(void) { return from_header; }\n").expect("write");
+    std::fs::write(
+        &path,
+        "#include \"h.h\"\nint main(void) { return from_header; }\n",
+    )
+    .expect("write");
     let inc = dir.path().join("inc");
     let out = racedar()
-        .args(["dump-ir", "-I", &inc.to_string_lossy(), &path.to_string_lossy(), "--all"])
+        .args([
+            "dump-ir",
+            "-I",
+            &inc.to_string_lossy(),
+            &path.to_string_lossy(),
+            "--all",
+        ])
         .output()
         .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("from_header"));
 }
 
@@ -197,7 +265,10 @@ fn preprocessed_files_skip_the_preprocessor() {
     // `.i` input is read as is: a failing CC does not matter.
     let out = racedar()
         .env("CC", "false")
-        .args(["dump-ir", "tests/fixtures/bad/../frontend/../../fixtures/bad/preprocessed_error.i"])
+        .args([
+            "dump-ir",
+            "tests/fixtures/bad/../frontend/../../fixtures/bad/preprocessed_error.i",
+        ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));

@@ -26,7 +26,12 @@ fn tasks(root: &Path) -> Vec<Task> {
         }
         let include_dirs = v["include_dirs"]
             .as_array()
-            .map(|a| a.iter().filter_map(|d| d.as_str()).map(|d| root.join(d)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|d| d.as_str())
+                    .map(|d| root.join(d))
+                    .collect()
+            })
             .unwrap_or_default();
         let data_model = match v["data_model"].as_str() {
             Some("ILP32") => DataModel::Ilp32,
@@ -49,7 +54,11 @@ fn every_corpus_file_lowers() {
         return;
     }
     let tasks = tasks(&root);
-    assert!(tasks.len() > 300, "manifest lists only {} files", tasks.len());
+    assert!(
+        tasks.len() > 300,
+        "manifest lists only {} files",
+        tasks.len()
+    );
     let next = Mutex::new(0usize);
     let failures = Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -57,28 +66,42 @@ fn every_corpus_file_lowers() {
             // Lowering recurses over the syntax tree: give the workers a large stack.
             std::thread::Builder::new()
                 .stack_size(256 << 20)
-                .spawn_scoped(s, || loop {
-                    let i = {
-                        let mut n = next.lock().expect("lock");
-                        *n += 1;
-                        *n - 1
-                    };
-                    let Some(t) = tasks.get(i) else { break };
-                    let opts = FrontendOptions {
-                        preprocess: PreprocessOptions {
-                            include_dirs: t.include_dirs.clone(),
-                            ..Default::default()
-                        },
-                        data_model: t.data_model,
-                    };
-                    if let Err(e) = frontend::load(std::slice::from_ref(&t.path), &opts) {
-                        failures.lock().expect("lock").push(format!("{}: {e}", t.path.display()));
+                .spawn_scoped(s, || {
+                    loop {
+                        let i = {
+                            let mut n = next.lock().expect("lock");
+                            *n += 1;
+                            *n - 1
+                        };
+                        let Some(t) = tasks.get(i) else { break };
+                        let opts = FrontendOptions {
+                            preprocess: PreprocessOptions {
+                                include_dirs: t.include_dirs.clone(),
+                                ..Default::default()
+                            },
+                            data_model: t.data_model,
+                        };
+                        if let Err(e) = frontend::load(std::slice::from_ref(&t.path), &opts) {
+                            failures
+                                .lock()
+                                .expect("lock")
+                                .push(format!("{}: {e}", t.path.display()));
+                        }
                     }
                 })
                 .expect("spawn");
         }
     });
     let failures = failures.into_inner().expect("lock");
-    eprintln!("lowered {} of {} corpus files", tasks.len() - failures.len(), tasks.len());
-    assert!(failures.is_empty(), "{} files fail:\n{}", failures.len(), failures.join("\n"));
+    eprintln!(
+        "lowered {} of {} corpus files",
+        tasks.len() - failures.len(),
+        tasks.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} files fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -5,13 +5,14 @@
 use racedar::frontend::{self, FrontendOptions};
 use racedar::ir::DataModel;
 use racedar::ir::pretty::{self, PrintOptions};
-use std::path::Path;
 
 #[test]
 fn lowering_matches_snapshots() {
     insta::glob!("fixtures/frontend/*.c", |path| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let rel = path.strip_prefix(root).expect("fixture under the manifest dir");
+        let rel = path
+            .strip_prefix(root)
+            .expect("fixture under the manifest dir");
         let name = rel.to_string_lossy();
         let data_model = if name.contains(".ilp32.") {
             DataModel::Ilp32

@@ -207,11 +207,9 @@ impl<'a> Lexer<'a> {
                     self.pos += 1;
                     while self.pos < s.len() {
                         let c = s[self.pos];
-                        if ident_cont(c) || c == b'.' {
-                            self.pos += 1;
-                        } else if (c == b'+' || c == b'-')
-                            && matches!(s[self.pos - 1], b'e' | b'E' | b'p' | b'P')
-                        {
+                        let exponent_sign = (c == b'+' || c == b'-')
+                            && matches!(s[self.pos - 1], b'e' | b'E' | b'p' | b'P');
+                        if ident_cont(c) || c == b'.' || exponent_sign {
                             self.pos += 1;
                         } else {
                             break;

@@ -402,9 +402,8 @@ impl Printer<'_> {
 
     fn lval(&self, lv: &Lval, f: Option<&Function>) -> String {
         let t = &self.p.types;
-        let field_name = |comp: types::CompId, index: u32| {
-            t.comp(comp).fields[index as usize].name.as_deref()
-        };
+        let field_name =
+            |comp: types::CompId, index: u32| t.comp(comp).fields[index as usize].name.as_deref();
         // Anonymous struct/union members are invisible in C syntax: `p->x`, not `p-><anon>.x`.
         let mut projs = lv
             .proj

@@ -30,6 +30,10 @@ pub(super) struct Attrs {
     pub vector: bool,
 }
 
+/// What a declarator declares: the name and its position (absent for abstract declarators),
+/// the full type, and the declarator's own attributes.
+pub(super) type Declared = (Option<(String, Loc)>, TypeId, Attrs);
+
 /// Storage-class specifiers (`_Thread_local` is kept apart, in [`DeclSpecs::thread_local`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum StorageClass {
@@ -381,7 +385,7 @@ impl Lower<'_> {
         &mut self,
         base: TypeId,
         d: &Node<ast::Declarator>,
-    ) -> LResult<(Option<(String, Loc)>, TypeId, Attrs)> {
+    ) -> LResult<Declared> {
         let mut attrs = Attrs::default();
         self.attributes(&d.node.extensions, &mut attrs);
         let mut ty = base;
@@ -514,10 +518,10 @@ impl Lower<'_> {
         let tag = st.node.identifier.as_ref().map(|i| i.node.name.clone());
         let Some(decls) = &st.node.declarations else {
             // Reference or forward declaration.
-            if let Some(tag) = &tag {
-                if let Some(Tag::Comp(c)) = self.lookup_tag(tag) {
-                    return Ok(self.types().plain(TypeKind::Comp(c)));
-                }
+            if let Some(tag) = &tag
+                && let Some(Tag::Comp(c)) = self.lookup_tag(tag)
+            {
+                return Ok(self.types().plain(TypeKind::Comp(c)));
             }
             let c = self.types().add_comp(CompInfo {
                 tag: tag.clone(),

@@ -233,7 +233,7 @@ impl Lower<'_> {
                 return Err(self.error(loc, format!("redefinition of '{name}'")));
             }
             let cur_ty = self.pb.program.global(g).ty;
-            let (ty, items) = self.initializer(cur_ty, init, loc)?;
+            let (ty, items) = self.initializer(cur_ty, init)?;
             let entries = self.static_init(items);
             let gl = &mut self.pb.program.globals[g.0 as usize];
             gl.ty = ty;
@@ -280,7 +280,7 @@ impl Lower<'_> {
                 // Static storage: the initialiser must be constant; lower it outside the body.
                 let fb = self.fb.take();
                 let r = match init {
-                    Some(init) => self.initializer(ty, init, loc),
+                    Some(init) => self.initializer(ty, init),
                     None => Ok((ty, Vec::new())),
                 };
                 self.fb = fb;

@@ -205,11 +205,11 @@ impl Lower<'_> {
     /// Lowers an expression used as a value (lvalue conversion, array and function decay).
     pub(super) fn rvalue(&mut self, e: &Node<ast::Expression>) -> LResult<Expr> {
         let v = self.expr(e)?;
-        Ok(self.to_rvalue(v))
+        Ok(self.value_of(v))
     }
 
     /// Converts a lowered expression to a value: reads an lvalue, decays arrays.
-    pub(super) fn to_rvalue(&mut self, v: Val) -> Expr {
+    pub(super) fn value_of(&mut self, v: Val) -> Expr {
         match v {
             Val::Rv(e) => e,
             Val::Lv(mut lv) => match self.types().kind(lv.ty).clone() {
@@ -667,10 +667,10 @@ impl Lower<'_> {
         match v {
             Val::Lv(lv) => {
                 let ty = self.types().pointer(lv.ty);
-                if lv.proj.is_empty() {
-                    if let Host::Deref(p) = lv.host {
-                        return Ok(Expr { kind: p.kind, ty });
-                    }
+                if lv.proj.is_empty()
+                    && let Host::Deref(p) = lv.host
+                {
+                    return Ok(Expr { kind: p.kind, ty });
                 }
                 Ok(Expr {
                     kind: ExprKind::AddrOf(Box::new(lv)),
@@ -752,7 +752,7 @@ impl Lower<'_> {
         want: bool,
         loc: Loc,
     ) -> LResult<Val> {
-        let old = self.to_rvalue(Val::Lv(lv.clone()));
+        let old = self.value_of(Val::Lv(lv.clone()));
         if post && want {
             let saved = self.materialise(old, loc)?;
             let new = self.arith(op, saved.clone(), rhs, loc)?;
@@ -800,7 +800,7 @@ impl Lower<'_> {
                 },
                 loc,
             )?;
-            return Ok(Val::Rv(self.to_rvalue(Val::Lv(lv))));
+            return Ok(Val::Rv(self.value_of(Val::Lv(lv))));
         }
         let t = self.materialise(value, loc)?;
         self.emit(
@@ -821,18 +821,19 @@ impl Lower<'_> {
             ExprKind::Binary(_, a, b) => a.as_int().is_some() && b.as_int().is_some(),
             _ => false,
         };
-        if foldable && self.types().is_integer(e.ty) {
-            if let Some(v) = const_int(&self.pb.program.types, &e) {
-                return Expr::int(v, e.ty);
-            }
+        if foldable
+            && self.types().is_integer(e.ty)
+            && let Some(v) = const_int(&self.pb.program.types, &e)
+        {
+            return Expr::int(v, e.ty);
         }
         let ty = e.ty;
         match e.kind {
-            ExprKind::Binary(
-                BinOp::Add | BinOp::Sub | BinOp::PtrAdd | BinOp::PtrSub,
-                a,
-                b,
-            ) if b.as_int() == Some(0) && a.ty == ty => *a,
+            ExprKind::Binary(BinOp::Add | BinOp::Sub | BinOp::PtrAdd | BinOp::PtrSub, a, b)
+                if b.as_int() == Some(0) && a.ty == ty =>
+            {
+                *a
+            }
             ExprKind::Binary(BinOp::Add, a, b) if a.as_int() == Some(0) && b.ty == ty => *b,
             kind => Expr { kind, ty },
         }
@@ -996,18 +997,18 @@ impl Lower<'_> {
         loc: Loc,
     ) -> LResult<Val> {
         let lv = self.lvalue(lhs)?;
-        if let ast::Expression::Call(c) = &rhs.node {
-            if !want || self.rereadable(&lv) {
-                let ret = self.call_result_type(c)?;
-                let target = self.types().unqualified(lv.ty);
-                if ret == Some(target) {
-                    self.call(c, CallDest::Into(lv.clone()), loc)?;
-                    return Ok(if want {
-                        Val::Rv(self.to_rvalue(Val::Lv(lv)))
-                    } else {
-                        Val::Rv(self.void_value())
-                    });
-                }
+        if let ast::Expression::Call(c) = &rhs.node
+            && (!want || self.rereadable(&lv))
+        {
+            let ret = self.call_result_type(c)?;
+            let target = self.types().unqualified(lv.ty);
+            if ret == Some(target) {
+                self.call(c, CallDest::Into(lv.clone()), loc)?;
+                return Ok(if want {
+                    Val::Rv(self.value_of(Val::Lv(lv)))
+                } else {
+                    Val::Rv(self.void_value())
+                });
             }
         }
         let v = self.rvalue(rhs)?;
@@ -1017,11 +1018,11 @@ impl Lower<'_> {
 
     /// Result type of a call expression, without lowering it.
     fn call_result_type(&mut self, c: &Node<ast::CallExpression>) -> LResult<Option<TypeId>> {
-        if let ast::Expression::Identifier(id) = &c.node.callee.node {
-            if self.lookup(&id.node.name).is_none() {
-                // Implicitly declared (or a generic builtin): lower through a temporary.
-                return Ok(None);
-            }
+        if let ast::Expression::Identifier(id) = &c.node.callee.node
+            && self.lookup(&id.node.name).is_none()
+        {
+            // Implicitly declared (or a generic builtin): lower through a temporary.
+            return Ok(None);
         }
         let cty = self.type_of(&c.node.callee)?;
         let cty = rvalue_type(self.types(), cty);
@@ -1065,7 +1066,7 @@ impl Lower<'_> {
             loc,
         );
         fb.cur = join;
-        Ok(Val::Rv(self.to_rvalue(Val::Lv(lv))))
+        Ok(Val::Rv(self.value_of(Val::Lv(lv))))
     }
 
     /// `c ? a : b`. A constant condition selects its branch without evaluating the other.
@@ -1144,7 +1145,7 @@ impl Lower<'_> {
             loc,
         );
         fb.cur = join;
-        Ok(Val::Rv(self.to_rvalue(Val::Lv(lv))))
+        Ok(Val::Rv(self.value_of(Val::Lv(lv))))
     }
 
     /// Result type of `?:` (C11 §6.5.15p5–6).
@@ -1290,7 +1291,7 @@ impl Lower<'_> {
             CallDest::Temp => Ok(v),
             CallDest::Discard => Ok(Val::Rv(self.void_value())),
             CallDest::Into(lv) => {
-                let e = self.to_rvalue(v);
+                let e = self.value_of(v);
                 let e = convert(self.types(), e, lv.ty);
                 self.emit(Op::Assign { lhs: lv, rhs: e }, loc)?;
                 Ok(Val::Rv(self.void_value()))
@@ -1350,7 +1351,7 @@ impl Lower<'_> {
             let ty = self.init_local(t, ty, init, loc)?;
             return Ok(Val::Lv(Lval::var(Var::Local(t), ty)));
         }
-        let (ty, items) = self.initializer(ty, init, loc)?;
+        let (ty, items) = self.initializer(ty, init)?;
         let init = self.static_init(items);
         self.pb.program.globals.push(Global {
             name: format!("compound#{}", self.compound_literals),
@@ -1426,12 +1427,11 @@ impl Lower<'_> {
         }
         let ty = self.type_of(e)?;
         let mut lengths = Vec::new();
-        if let ast::Expression::Identifier(id) = &e.node {
-            if let (Some(Symbol::Local(l)), Some(fb)) =
+        if let ast::Expression::Identifier(id) = &e.node
+            && let (Some(Symbol::Local(l)), Some(fb)) =
                 (self.lookup(&id.node.name), self.fb.as_ref())
-            {
-                lengths = fb.vla_lengths.get(&l).cloned().unwrap_or_default();
-            }
+        {
+            lengths = fb.vla_lengths.get(&l).cloned().unwrap_or_default();
         }
         self.size_of_type(ty, &lengths, loc)
     }
@@ -1490,23 +1490,23 @@ impl Lower<'_> {
             for it in init {
                 self.block_item(it)?;
             }
-            if let ast::BlockItem::Statement(st) = &last.node {
-                if let ast::Statement::Expression(Some(e)) = &st.node {
-                    let v = self.expr(e)?;
-                    let is_void = match &v {
-                        Val::Rv(e) => matches!(self.types().kind(e.ty), TypeKind::Void),
-                        Val::Lv(_) => false,
-                    };
-                    if is_void {
-                        return Ok(v);
-                    }
-                    let v = self.to_rvalue(v);
-                    return if reads_memory(&v) {
-                        self.materialise(v, loc).map(Val::Rv)
-                    } else {
-                        Ok(Val::Rv(v))
-                    };
+            if let ast::BlockItem::Statement(st) = &last.node
+                && let ast::Statement::Expression(Some(e)) = &st.node
+            {
+                let v = self.expr(e)?;
+                let is_void = match &v {
+                    Val::Rv(e) => matches!(self.types().kind(e.ty), TypeKind::Void),
+                    Val::Lv(_) => false,
+                };
+                if is_void {
+                    return Ok(v);
                 }
+                let v = self.value_of(v);
+                return if reads_memory(&v) {
+                    self.materialise(v, loc).map(Val::Rv)
+                } else {
+                    Ok(Val::Rv(v))
+                };
             }
             self.block_item(last)?;
             Ok(Val::Rv(self.void_value()))

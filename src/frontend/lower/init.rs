@@ -71,12 +71,11 @@ impl Lower<'_> {
         &mut self,
         ty: TypeId,
         init: InitRef,
-        loc: Loc,
     ) -> LResult<(TypeId, Vec<Item>)> {
         let mut out = Vec::new();
         let used = match init {
             InitRef::Expr(e) => self.init_expr(ty, Vec::new(), e, &mut out)?,
-            InitRef::List(l) => self.init_braced(ty, Vec::new(), l, &mut out, loc)?,
+            InitRef::List(l) => self.init_braced(ty, Vec::new(), l, &mut out)?,
         };
         let ty = match *self.types().kind(ty) {
             TypeKind::Array {
@@ -115,7 +114,7 @@ impl Lower<'_> {
             let lv = Lval::var(Var::Local(t), ty);
             if let ast::Expression::Call(c) = &e.node {
                 let v = self.call(c, super::expr::CallDest::Temp, loc)?;
-                let v = self.to_rvalue(v);
+                let v = self.value_of(v);
                 let v = convert(self.types(), v, ty);
                 self.emit(Op::Assign { lhs: lv, rhs: v }, loc)?;
             } else {
@@ -125,11 +124,11 @@ impl Lower<'_> {
             }
             return Ok(ty);
         }
-        let (ty, items) = self.initializer(ty, init, loc)?;
-        if let Some(fb) = self.fb.as_mut() {
-            if let Some(l) = fb.locals.get_mut(t.0 as usize) {
-                l.ty = ty;
-            }
+        let (ty, items) = self.initializer(ty, init)?;
+        if let Some(fb) = self.fb.as_mut()
+            && let Some(l) = fb.locals.get_mut(t.0 as usize)
+        {
+            l.ty = ty;
         }
         let whole = Lval::var(Var::Local(t), ty);
         if !self.covers_everything(ty, &items) {
@@ -156,7 +155,7 @@ impl Lower<'_> {
                 ItemValue::Str(s) => {
                     let n = self.pb.program.strings[s.0 as usize].bytes.len() as u64;
                     let n = n.min(self.types().size_of(lv.ty).unwrap_or(n));
-                    let dst = self.to_rvalue(super::expr::Val::Lv(lv));
+                    let dst = self.value_of(super::expr::Val::Lv(lv));
                     let elem = self.pb.program.strings[s.0 as usize].elem_ty;
                     let sty = self.types().pointer(elem);
                     let st = self.pb.program.types.common.size_t;
@@ -336,7 +335,6 @@ impl Lower<'_> {
         proj: Vec<Proj>,
         items: &[Node<ast::InitializerListItem>],
         out: &mut Vec<Item>,
-        loc: Loc,
     ) -> LResult<u64> {
         if !self.types().is_aggregate(ty) {
             // `int x = { 1 };`
@@ -346,21 +344,20 @@ impl Lower<'_> {
                         self.init_expr(ty, proj, e, out)?;
                     }
                     InitRef::List(l) => {
-                        self.init_braced(ty, proj, l, out, loc)?;
+                        self.init_braced(ty, proj, l, out)?;
                     }
                 }
             }
             return Ok(1);
         }
-        if let [only] = items {
-            if let (true, InitRef::Expr(e)) = (
+        if let [only] = items
+            && let (true, InitRef::Expr(e)) = (
                 only.node.designation.is_empty(),
                 InitRef::of(&only.node.initializer),
-            ) {
-                if self.string_into_char_array(ty, e) {
-                    return self.init_string(ty, proj, e, out);
-                }
-            }
+            )
+            && self.string_into_char_array(ty, e)
+        {
+            return self.init_string(ty, proj, e, out);
         }
         let mut idx = 0;
         self.init_members(ty, &proj, items, &mut idx, true, 0, false, out)
@@ -478,11 +475,10 @@ impl Lower<'_> {
         let Some(item) = items.get(*idx) else {
             return Ok(());
         };
-        let loc = self.loc(item.span);
         match InitRef::of(&item.node.initializer) {
             InitRef::List(l) => {
                 *idx += 1;
-                self.init_braced(mty, proj, l, out, loc)?;
+                self.init_braced(mty, proj, l, out)?;
             }
             InitRef::Expr(e) => {
                 if self.needs_elision(mty, e)? {
@@ -542,7 +538,10 @@ impl Lower<'_> {
                 let mut cur = c;
                 let mut mty = ty;
                 for i in path {
-                    p.push(Proj::Field { comp: cur, index: i });
+                    p.push(Proj::Field {
+                        comp: cur,
+                        index: i,
+                    });
                     mty = self.pb.program.types.comp(cur).fields[i as usize].ty;
                     if let TypeKind::Comp(n) = *self.types().kind(mty) {
                         cur = n;
@@ -579,7 +578,7 @@ impl Lower<'_> {
                 match init {
                     InitRef::List(l) => {
                         *idx += 1;
-                        self.init_braced(mty, p, l, out, loc)?;
+                        self.init_braced(mty, p, l, out)?;
                     }
                     InitRef::Expr(e) if self.needs_elision(mty, e)? => {
                         self.init_members(mty, &p, items, idx, false, 0, true, out)?;
