@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! racedar: a static data-race and deadlock detector for C programs using POSIX threads.
 //!
 //! The pipeline (see `DESIGN.md` of the project) runs top to bottom, each phase asking the

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! racedar-domains: the abstract domains (lattices) of racedar's analyses.
 //!
 //! This crate knows nothing about C: it holds lattices only (intervals, offsets, abstract

@@ -50,7 +50,11 @@ pub struct LayoutError {
 }
 
 fn align_up(x: u64, a: u64) -> u64 {
-    if a <= 1 { x } else { x.div_ceil(a) * a }
+    if a <= 1 {
+        x
+    } else {
+        x.div_ceil(a).saturating_mul(a)
+    }
 }
 
 /// Lays out the members of a struct or union.
@@ -98,7 +102,7 @@ pub fn layout(
         match m.bit_width {
             Some(width) => {
                 let width = width as u64;
-                if width > size * 8 {
+                if width > size.saturating_mul(8) {
                     return Err(LayoutError {
                         loc: m.loc,
                         message: format!(
@@ -107,7 +111,7 @@ pub fn layout(
                         ),
                     });
                 }
-                let unit_align_bits = natural * 8;
+                let unit_align_bits = natural.saturating_mul(8);
                 let pos = match kind {
                     CompKind::Union => 0,
                     CompKind::Struct if width == 0 => {
@@ -117,7 +121,7 @@ pub fn layout(
                     CompKind::Struct => {
                         if !attrs.packed {
                             let unit_start = bits / unit_align_bits * unit_align_bits;
-                            if bits + width > unit_start + size * 8 {
+                            if bits + width > unit_start.saturating_add(size.saturating_mul(8)) {
                                 bits = align_up(bits, unit_align_bits);
                             }
                         }
@@ -153,7 +157,7 @@ pub fn layout(
                     offset,
                     bit_field: None,
                 });
-                let end = (offset + size) * 8;
+                let end = offset.saturating_add(size).saturating_mul(8);
                 bits = match kind {
                     CompKind::Struct => end,
                     CompKind::Union => bits.max(end),
