@@ -5,7 +5,7 @@ use racedar::frontend::{self, FrontendError, FrontendOptions, PreprocessOptions}
 use racedar::ir::pretty::{self, PrintOptions};
 use racedar::ir::{DataModel, Program};
 use racedar::report::{JsonReport, Verdict};
-use racedar::stats::{self, Phase, RunStats};
+use racedar::stats::{self, RunStats};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -159,29 +159,7 @@ fn report_error(e: &FrontendError) -> ExitCode {
 
 fn load(input: &InputArgs, files: &[PathBuf]) -> Result<(Program, RunStats), FrontendError> {
     let (program, fs) = frontend::load(files, &input.frontend_options())?;
-    let functions = program
-        .functions
-        .iter()
-        .filter(|f| f.body.is_some())
-        .count();
-    let edges = program
-        .functions
-        .iter()
-        .filter_map(|f| f.body.as_ref())
-        .map(|c| c.edges.len())
-        .sum();
-    let run = RunStats {
-        phases: vec![
-            Phase::new("preprocess", fs.preprocess),
-            Phase::new("parse", fs.parse),
-            Phase::new("lower", fs.lower),
-        ],
-        peak_rss_mib: None,
-        units: fs.units,
-        preprocessed_bytes: fs.preprocessed_bytes,
-        functions,
-        edges,
-    };
+    let run = RunStats::from_frontend(&fs, &program);
     Ok((program, run))
 }
 

@@ -1,6 +1,8 @@
 //! Run statistics: wall time per phase and peak resident memory, for `--stats` and the JSON
 //! report's `"stats"`.
 
+use crate::frontend::FrontendStats;
+use crate::ir::Program;
 use std::time::Duration;
 
 /// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`); `None`
@@ -55,6 +57,23 @@ pub struct RunStats {
 }
 
 impl RunStats {
+    /// The statistics of a front-end run: its phases and the size of the lowered program.
+    pub fn from_frontend(fs: &FrontendStats, program: &Program) -> RunStats {
+        let bodies = program.functions.iter().filter_map(|f| f.body.as_ref());
+        RunStats {
+            phases: vec![
+                Phase::new("preprocess", fs.preprocess),
+                Phase::new("parse", fs.parse),
+                Phase::new("lower", fs.lower),
+            ],
+            peak_rss_mib: None,
+            units: fs.units,
+            preprocessed_bytes: fs.preprocessed_bytes,
+            functions: bodies.clone().count(),
+            edges: bodies.map(|c| c.edges.len()).sum(),
+        }
+    }
+
     /// Renders the statistics as lines for stderr.
     pub fn render(&self) -> String {
         let mut s = String::new();

@@ -170,6 +170,33 @@ impl Lower<'_> {
         }
     }
 
+    /// A new, only declared (`Storage::Extern`) global; external ones are entered in the
+    /// program-wide name table.
+    fn new_extern_global(
+        &mut self,
+        name: &str,
+        ty: TypeId,
+        linkage: Linkage,
+        thread_local: bool,
+        loc: Loc,
+    ) -> GlobalId {
+        self.pb.program.globals.push(Global {
+            name: name.to_string(),
+            ty,
+            linkage,
+            storage: Storage::Extern,
+            thread_local,
+            function: None,
+            init: Vec::new(),
+            loc,
+        });
+        let g = GlobalId(self.pb.program.globals.len() as u32 - 1);
+        if linkage == Linkage::External {
+            self.pb.externs.insert(name.to_string(), Symbol::Global(g));
+        }
+        g
+    }
+
     /// Declares or defines a file-scope variable.
     fn declare_global(
         &mut self,
@@ -184,25 +211,12 @@ impl Lower<'_> {
         let g = match self.find_global(name, internal) {
             Some(g) => g,
             None => {
-                self.pb.program.globals.push(Global {
-                    name: name.to_string(),
-                    ty,
-                    linkage: if internal {
-                        Linkage::Internal
-                    } else {
-                        Linkage::External
-                    },
-                    storage: Storage::Extern,
-                    thread_local: specs.thread_local,
-                    function: None,
-                    init: Vec::new(),
-                    loc,
-                });
-                let g = GlobalId(self.pb.program.globals.len() as u32 - 1);
-                if !internal {
-                    self.pb.externs.insert(name.to_string(), Symbol::Global(g));
-                }
-                g
+                let linkage = if internal {
+                    Linkage::Internal
+                } else {
+                    Linkage::External
+                };
+                self.new_extern_global(name, ty, linkage, specs.thread_local, loc)
             }
         };
         if let Some(s) = self.scopes.first_mut() {
@@ -259,19 +273,7 @@ impl Lower<'_> {
                 let g = match self.find_global(name, false) {
                     Some(g) => g,
                     None => {
-                        self.pb.program.globals.push(Global {
-                            name: name.to_string(),
-                            ty,
-                            linkage: Linkage::External,
-                            storage: Storage::Extern,
-                            thread_local: specs.thread_local,
-                            function: None,
-                            init: Vec::new(),
-                            loc,
-                        });
-                        let g = GlobalId(self.pb.program.globals.len() as u32 - 1);
-                        self.pb.externs.insert(name.to_string(), Symbol::Global(g));
-                        g
+                        self.new_extern_global(name, ty, Linkage::External, specs.thread_local, loc)
                     }
                 };
                 self.bind(name, Symbol::Global(g));

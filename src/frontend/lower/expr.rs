@@ -1235,54 +1235,28 @@ impl Lower<'_> {
             _ => Callee::Indirect(f),
         };
         let is_void = matches!(self.types().kind(ret), TypeKind::Void);
-        match dest {
-            CallDest::Discard => {
-                self.emit(
-                    Op::Call {
-                        dest: None,
-                        callee,
-                        args: argv,
-                    },
-                    loc,
-                )?;
-                Ok(Val::Rv(self.void_value()))
-            }
-            CallDest::Into(lv) => {
-                self.emit(
-                    Op::Call {
-                        dest: Some(lv),
-                        callee,
-                        args: argv,
-                    },
-                    loc,
-                )?;
-                Ok(Val::Rv(self.void_value()))
-            }
-            CallDest::Temp if is_void => {
-                self.emit(
-                    Op::Call {
-                        dest: None,
-                        callee,
-                        args: argv,
-                    },
-                    loc,
-                )?;
-                Ok(Val::Rv(self.void_value()))
-            }
+        let (dest, result) = match dest {
+            CallDest::Discard => (None, None),
+            CallDest::Into(lv) => (Some(lv), None),
+            CallDest::Temp if is_void => (None, None),
             CallDest::Temp => {
                 let t = self.builder(loc)?.temp(ret, loc);
                 let lv = Lval::var(Var::Local(t), ret);
-                self.emit(
-                    Op::Call {
-                        dest: Some(lv.clone()),
-                        callee,
-                        args: argv,
-                    },
-                    loc,
-                )?;
-                Ok(Val::Lv(lv))
+                (Some(lv.clone()), Some(lv))
             }
-        }
+        };
+        self.emit(
+            Op::Call {
+                dest,
+                callee,
+                args: argv,
+            },
+            loc,
+        )?;
+        Ok(match result {
+            Some(lv) => Val::Lv(lv),
+            None => Val::Rv(self.void_value()),
+        })
     }
 
     /// Delivers a folded builtin's value to a call destination.
