@@ -1,7 +1,7 @@
 //! The intermediate representation every analysis runs on.
 //!
 //! A [`Program`] is the whole linked program: its [`Global`]s, its [`Function`]s (each with a
-//! control-flow graph of simple instructions, see [`cfg`]), its string literals, the interned
+//! control-flow graph of simple instructions, see [`mod@cfg`]), its string literals, the interned
 //! [`types`], and the source files every [`Loc`] points into. The front end
 //! ([`crate::frontend`]) builds it once; later phases only read it.
 //!

@@ -2,12 +2,12 @@
 //!
 //! [`ProgramBuilder`] holds the program being built and persists across translation units, so
 //! several units link into one [`Program`] (external names are shared, `static` ones are not).
-//! [`Lower`] walks one unit: C scopes, types and layouts ([`ctypes`]), declarations
-//! ([`decl`]), initialisers ([`init`]), expressions ([`expr`]) and statements ([`stmt`]); the CFG
-//! of each function is built by [`builder::FnBuilder`].
+//! A private `Lower` walks one unit: C scopes, types and layouts (`ctypes`), declarations
+//! (`decl`), initialisers (`init`), expressions (`expr`) and statements (`stmt`); the CFG of
+//! each function is built by `builder::FnBuilder`.
 //!
 //! Every side effect of a C expression becomes an instruction; the remaining expressions are
-//! side-effect free and fully typed, with C's implicit conversions made explicit ([`convert`]).
+//! side-effect free and fully typed, with C's implicit conversions made explicit (`convert`).
 
 mod builder;
 mod convert;
