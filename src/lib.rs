@@ -8,13 +8,28 @@
 //!    the ILP32 or LP64 data model.
 //! 2. [`ir`]: the program as globals, functions with control-flow graphs of simple instructions,
 //!    and interned types; `racedar dump-ir` prints it.
-//! 3. Concurrency model, backends (syntactic, value analysis), thread-creation graph, lockset and
-//!    may-happen-in-parallel analyses, race classification and reports follow in their own
-//!    modules as they are built.
+//! 3. [`model`]: the concurrency model (which calls lock, create, join, ...), from `config/*.toml`.
+//! 4. [`backend`]: the sequential analysis of each thread, queried by every later phase
+//!    (syntactic for now).
+//! 5. [`threads`]: the thread-creation graph; [`context`]: analysis contexts (thread, call
+//!    string, statement) and the per-thread context graph.
+//! 6. [`lockset`] and [`mhp`]: locksets and active threads per context, both solved by the
+//!    generic engine of [`dataflow`].
+//! 7. [`races`]: accesses, escape, the access-state machine and may/must race classification.
+//! 8. [`pipeline`] runs 3–7 and decides the verdict; [`report`] renders JSON and text.
 //!
 //! Shared utilities: [`stats`] (time and peak memory of a run).
 
+pub mod backend;
+pub mod context;
+pub mod dataflow;
 pub mod frontend;
 pub mod ir;
+pub mod lockset;
+pub mod mhp;
+pub mod model;
+pub mod pipeline;
+pub mod races;
 pub mod report;
 pub mod stats;
+pub mod threads;

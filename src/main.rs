@@ -4,12 +4,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use racedar::frontend::{self, FrontendError, FrontendOptions, PreprocessOptions};
 use racedar::ir::pretty::{self, PrintOptions};
 use racedar::ir::{DataModel, Program};
-use racedar::report::{JsonReport, Verdict};
+use racedar::model::Model;
+use racedar::pipeline::{self, AnalysisOptions, BackendKind};
+use racedar::report::{Report, text};
 use racedar::stats::{self, RunStats};
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 /// Static data-race and deadlock detector for C programs using POSIX threads.
 #[derive(Parser, Debug)]
@@ -74,6 +75,20 @@ enum Format {
     Json,
 }
 
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum BackendArg {
+    /// Addresses read off the expressions (fast, imprecise through pointers).
+    Syntactic,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum FailOn {
+    /// Exit 1 when a must-race is reported.
+    Must,
+    /// Exit 1 when any race (must or may) is reported.
+    May,
+}
+
 #[derive(Args, Debug)]
 struct CheckArgs {
     #[command(flatten)]
@@ -81,6 +96,18 @@ struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// The backend answering pointer and value queries.
+    #[arg(long, value_enum, default_value_t = BackendArg::Syntactic)]
+    backend: BackendArg,
+    /// Length of the call strings that distinguish contexts.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    context_depth: usize,
+    /// Extra concurrency model (TOML, as config/*.toml); may be repeated.
+    #[arg(long = "config", value_name = "FILE")]
+    configs: Vec<PathBuf>,
+    /// Which races make the exit code 1.
+    #[arg(long, value_enum, default_value_t = FailOn::May)]
+    fail_on: FailOn,
     /// Print per-phase time and peak memory on stderr.
     #[arg(long)]
     stats: bool,
@@ -164,44 +191,62 @@ fn load(input: &InputArgs, files: &[PathBuf]) -> Result<(Program, RunStats), Fro
 }
 
 fn check(args: &CheckArgs) -> ExitCode {
-    let start = Instant::now();
+    let mut model = Model::shipped();
+    for path in &args.configs {
+        let name = path.display().to_string();
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("{name}:1: error: cannot read concurrency model: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        if let Err(e) = model.add_toml(&name, &text) {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
     let (program, mut run) = match load(&args.input, &args.files) {
         Ok(x) => x,
         Err(e) => return report_error(&e),
     };
-    run.peak_rss_mib = stats::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0));
-    let mut imprecision = vec!["race analysis is not implemented yet".to_string()];
-    imprecision.extend(
-        program
-            .unsupported
+    let opts = AnalysisOptions {
+        backend: match args.backend {
+            BackendArg::Syntactic => BackendKind::Syntactic,
+        },
+        context_depth: args.context_depth,
+        model,
+    };
+    let roles = opts.model.classify(&program);
+    let analysis = pipeline::analyse(&program, &roles, &opts);
+    run.phases.extend(
+        analysis
+            .phases
             .iter()
-            .map(|u| format!("{}:{}: {}", program.file_name(u.loc), u.loc.line, u.what)),
+            .map(|(n, d)| stats::Phase::new(n, *d)),
     );
-    tracing::info!(
-        elapsed_ms = start.elapsed().as_millis() as u64,
-        "check done"
-    );
+    run.peak_rss_mib = stats::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0));
     if args.stats {
         eprint!("{}", run.render());
     }
-    match args.format {
-        Format::Json => {
-            let report = JsonReport {
-                verdict: Verdict::Unknown,
-                races: Vec::new(),
-                imprecision,
-                stats: run,
-            };
-            println!("{}", report.to_json());
-        }
-        Format::Text => {
-            eprintln!(
-                "racedar: lowered {} file(s): {} functions, {} CFG edges; race analysis is not implemented yet",
-                run.units, run.functions, run.edges
-            );
-        }
+    let report = Report::build(&analysis, run);
+    let mut out = std::io::stdout().lock();
+    let written = match args.format {
+        Format::Json => writeln!(out, "{}", report.to_json()),
+        Format::Text => write!(out, "{}", text::render(&report)),
+    };
+    if written.is_err() {
+        return ExitCode::SUCCESS;
     }
-    ExitCode::SUCCESS
+    let failing = report.races.iter().any(|r| match args.fail_on {
+        FailOn::Must => r.confidence == "must",
+        FailOn::May => true,
+    });
+    if failing {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn dump_ir(args: &DumpArgs) -> ExitCode {

@@ -7,3 +7,6 @@
 //! with the value-analysis backend; [`lattice`] defines the interface they implement.
 
 pub mod lattice;
+pub mod set;
+
+pub use set::SmallSet;

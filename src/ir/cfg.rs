@@ -93,6 +93,19 @@ pub enum Op {
     },
 }
 
+impl Op {
+    /// The called function of a direct call.
+    pub fn direct_callee(&self) -> Option<FuncId> {
+        match self {
+            Op::Call {
+                callee: Callee::Direct(f),
+                ..
+            } => Some(*f),
+            _ => None,
+        }
+    }
+}
+
 /// A function body as a control-flow graph.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Cfg {

@@ -1,10 +1,20 @@
-//! Reports: the JSON contract of `DESIGN.md` ("Output contracts"), text summaries.
+//! Reports: the JSON contract of DESIGN.md ("Output contracts") and gcc-style text.
 //!
-//! Until the race analysis exists, a check reports verdict `unknown` with the reason in
-//! `imprecision`; the shape of the JSON object is already the final one, so the corpus scorer
-//! can run racedar end to end.
+//! [`Report::build`] turns an [`Analysis`] into plain data (sorted, deterministic); [`json`] and
+//! [`text`] render it.
 
+pub mod text;
+
+use crate::backend::{AccessKind, AccessSite, Base};
+use crate::context::ThreadId;
+use crate::ir::Program;
+use crate::ir::pretty::{expr_to_string, lval_to_string};
+use crate::lockset::{Held, LockKey, LockTable};
+use crate::model::LockMode;
+use crate::pipeline::Analysis;
+use crate::races::{Access, Confidence};
 use crate::stats::RunStats;
+use racedar_domains::SmallSet;
 use serde::Serialize;
 
 /// The data-race verdict of a run.
@@ -13,29 +23,241 @@ use serde::Serialize;
 pub enum Verdict {
     /// A must-race was found.
     Race,
-    /// The over-approximating analysis found no may-race.
+    /// The analysis found no may-race and nothing that could hide one.
     NoRace,
     /// Neither could be established (see `imprecision`).
     Unknown,
 }
 
-/// The JSON report (`--format json`).
+/// One access of a reported race.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AccessReport {
+    /// Source file.
+    pub file: String,
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 1.
+    pub column: u32,
+    /// `read` or `write`.
+    pub kind: &'static str,
+    /// The thread (`main`, or entry and create line).
+    pub thread: String,
+    /// Locks surely held (must-lockset).
+    pub lockset: Vec<String>,
+    /// Locks possibly held, when more than `lockset`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub may_lockset: Option<Vec<String>>,
+    /// The accessed expression as C text.
+    pub expression: String,
+    /// The calls leading to the access (innermost last), as `function (file:line)`.
+    pub call_chain: Vec<String>,
+    /// Whether the access is atomic.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub atomic: bool,
+}
+
+/// One reported race.
 #[derive(Clone, Debug, Serialize)]
-pub struct JsonReport {
+pub struct RaceReport {
+    /// `must` or `may`.
+    pub confidence: &'static str,
+    /// The memory location, as C text.
+    pub location: String,
+    /// The accesses: the first two race with each other.
+    pub accesses: Vec<AccessReport>,
+    /// Why the race is only a may-race.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The whole report (`--format json` prints it as one object).
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
     /// Verdict.
     pub verdict: Verdict,
-    /// Races found (empty until the race analysis exists).
-    pub races: Vec<serde_json::Value>,
+    /// Races, must-races first.
+    pub races: Vec<RaceReport>,
     /// Reasons the verdict is not definite, sorted.
     pub imprecision: Vec<String>,
     /// Timings and counts.
     pub stats: RunStats,
 }
 
-impl JsonReport {
-    /// Serialises the report as one line of JSON.
+impl Report {
+    /// Builds the report of an analysis.
+    pub fn build(a: &Analysis<'_>, stats: RunStats) -> Report {
+        let p = a.program;
+        let races = a
+            .races
+            .races
+            .iter()
+            .map(|r| {
+                let accesses: Vec<AccessReport> = r
+                    .accesses
+                    .iter()
+                    .map(|&i| access_report(a, &a.races.accesses[i]))
+                    .collect();
+                let location = accesses
+                    .first()
+                    .map(|x| location_of(p, &a.races.accesses[r.accesses[0]], &x.expression))
+                    .unwrap_or_default();
+                RaceReport {
+                    confidence: match r.confidence {
+                        Confidence::Must => "must",
+                        Confidence::May => "may",
+                    },
+                    location,
+                    accesses,
+                    reason: (!r.reasons.is_empty()).then(|| r.reasons.join("; ")),
+                }
+            })
+            .collect();
+        let imprecision = a
+            .imprecision
+            .iter()
+            .map(|i| match i.loc {
+                Some(loc) if loc.line > 0 => {
+                    format!("{}:{}: {}", p.file_name(loc), loc.line, i.reason)
+                }
+                _ => i.reason.clone(),
+            })
+            .collect();
+        Report {
+            verdict: a.verdict,
+            races,
+            imprecision,
+            stats,
+        }
+    }
+
+    /// The report as one line of JSON.
     pub fn to_json(&self) -> String {
-        // Serialising plain data structs cannot fail.
+        // Serialising plain data cannot fail.
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+/// The location of a race: the base variable's name when the access names it, else the
+/// accessed expression.
+fn location_of(p: &Program, a: &Access<'_>, expression: &str) -> String {
+    match a.mem.target {
+        crate::backend::Target::Addr(addr) => match addr.base {
+            Base::Heap { func, edge, .. } => {
+                let loc = p
+                    .function(func)
+                    .body
+                    .as_ref()
+                    .and_then(|c| c.edges.get(edge.0 as usize))
+                    .map(|e| e.loc)
+                    .unwrap_or_default();
+                format!("{expression} (heap allocated at line {})", loc.line)
+            }
+            _ => expression.to_string(),
+        },
+        crate::backend::Target::Typed(_) => expression.to_string(),
+    }
+}
+
+fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
+    let p = a.program;
+    let func = p.function(x.func);
+    let expression = match x.mem.site {
+        AccessSite::Lval(lv) => lval_to_string(p, lv, Some(func)),
+        AccessSite::Pointee(e) => format!("*{}", expression_text(p, e, func)),
+        AccessSite::Hidden(f) => format!("<state of {}()>", p.function(f).name),
+    };
+    let tc = a.graph.contexts(x.thread);
+    let call_chain = tc
+        .ctx(x.ctx)
+        .calls
+        .iter()
+        .map(|site| {
+            let loc = p
+                .function(site.func)
+                .body
+                .as_ref()
+                .and_then(|c| c.edges.get(site.edge.0 as usize))
+                .map(|e| e.loc)
+                .unwrap_or_default();
+            format!(
+                "{} ({}:{})",
+                p.function(site.func).name,
+                p.file_name(loc),
+                loc.line
+            )
+        })
+        .chain(std::iter::once(func.name.clone()))
+        .collect();
+    let lockset = lock_names(p, &a.locksets.table, &x.locks.must);
+    let may = lock_names(p, &a.locksets.table, &x.locks.may);
+    AccessReport {
+        file: p.file_name(x.loc).to_string(),
+        line: x.loc.line,
+        column: x.loc.col,
+        kind: match x.mem.kind {
+            AccessKind::Read => "read",
+            AccessKind::Write => "write",
+        },
+        thread: thread_name(a, x.thread),
+        may_lockset: (may != lockset).then_some(may),
+        lockset,
+        expression,
+        call_chain,
+        atomic: x.mem.atomic,
+    }
+}
+
+fn expression_text(p: &Program, e: &crate::ir::Expr, func: &crate::ir::Function) -> String {
+    let s = expr_to_string(p, crate::ir::visit::strip_casts(e), Some(func));
+    if s.contains(' ') { format!("({s})") } else { s }
+}
+
+/// The name of a thread for reports.
+pub fn thread_name(a: &Analysis<'_>, t: ThreadId) -> String {
+    a.graph
+        .threads
+        .get(t.0 as usize)
+        .map_or_else(|| format!("thread#{}", t.0), |th| th.name(a.program))
+}
+
+/// Names of the locks of a lockset, sorted.
+pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<String> {
+    let mut v: Vec<String> = set
+        .iter()
+        .map(|h| {
+            let name = match table.key(h.lock) {
+                LockKey::Unknown => "<unknown lock>".to_string(),
+                LockKey::Atomic => "<atomic section>".to_string(),
+                LockKey::Addr(b, off) => base_name(p, &b, off),
+                LockKey::Once(b, off) => format!("<once {}>", base_name(p, &b, off)),
+            };
+            match h.mode {
+                LockMode::Write => name,
+                LockMode::Read => format!("{name} (read)"),
+            }
+        })
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// A base and byte offset as C-like text.
+pub fn base_name(p: &Program, b: &Base, off: u64) -> String {
+    let name = match b {
+        Base::Global(g) => p.global(*g).name.clone(),
+        Base::Local { func, local, .. } => p
+            .function(*func)
+            .locals
+            .get(local.0 as usize)
+            .map_or_else(|| "<local>".to_string(), |l| l.name.clone()),
+        Base::Heap { .. } => "<heap>".to_string(),
+        Base::Str(_) => "<string>".to_string(),
+        Base::Hidden(f) => format!("<state of {}()>", p.function(*f).name),
+    };
+    if off == 0 {
+        name
+    } else {
+        format!("{name}+{off}")
     }
 }

@@ -1,0 +1,245 @@
+//! The backend: the sequential analysis of each thread that every later phase queries
+//! (seed 001 §4, Fig. 2).
+//!
+//! | seed 001 Fig. 2 | here |
+//! |---|---|
+//! | `analyse_thread : Function × State → Result` | [`Backend::analyse_thread`] |
+//! | `state : Result × Context → State` | [`Backend::state`] |
+//! | `value : Result × Context × Expr → Value` | [`Backend::value`] |
+//! | `value_ptr : Result × Context × Expr → 2^Address` | [`Backend::value_ptr`] |
+//! | `functions : Result × Context × Expr → 2^Function` | [`Backend::functions`] |
+//! | `accesses : Result × Context × Expr → (2^Address)²` | [`Backend::accesses`] (per statement) |
+//!
+//! A backend keeps the results of `analyse_thread` itself, keyed by thread, so the queries take
+//! only the [`Context`]. Two implementations: [`syntactic`] (addresses read off expressions, no
+//! state) and, later, the value analysis.
+//!
+//! Addresses are a [`Base`] (a memory object) plus a [`ByteRange`] inside it. When a backend
+//! cannot tell where a pointer points, an access gets a [`Target::Typed`] target: it may touch
+//! any escaped object holding a sub-object of a compatible type.
+
+pub mod accesses;
+pub mod syntactic;
+
+use crate::context::{Context, ThreadId};
+use crate::ir::types::{CompId, IntKind, TypeKind, TypeTable};
+use crate::ir::{EdgeId, Expr, FuncId, GlobalId, LocalId, Lval, StrId, TypeId};
+
+/// A memory object (seed 001 §3, "base address").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Base {
+    /// A global variable (including function-local statics).
+    Global(GlobalId),
+    /// A local variable of `func` in the stack of `thread` (all instances in that thread).
+    Local {
+        /// Thread whose stack holds it.
+        thread: ThreadId,
+        /// Function.
+        func: FuncId,
+        /// Variable.
+        local: LocalId,
+    },
+    /// The objects allocated at a call site, by a thread.
+    Heap {
+        /// Allocating thread.
+        thread: ThreadId,
+        /// Function containing the allocation call.
+        func: FuncId,
+        /// The allocation call.
+        edge: EdgeId,
+    },
+    /// A string literal (never written by a correct program).
+    Str(StrId),
+    /// The hidden state of a library function that is not thread-safe.
+    Hidden(FuncId),
+}
+
+/// A half-open byte range `[lo, hi)` inside a base; `hi == u64::MAX` means "to the end".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ByteRange {
+    /// First byte.
+    pub lo: u64,
+    /// One past the last byte.
+    pub hi: u64,
+}
+
+impl ByteRange {
+    /// The whole object.
+    pub const ALL: ByteRange = ByteRange {
+        lo: 0,
+        hi: u64::MAX,
+    };
+
+    /// `[lo, lo + size)`, saturating.
+    pub fn sized(lo: u64, size: u64) -> ByteRange {
+        ByteRange {
+            lo,
+            hi: lo.saturating_add(size.max(1)),
+        }
+    }
+
+    /// Whether the two ranges share a byte.
+    pub fn overlaps(&self, other: &ByteRange) -> bool {
+        self.lo < other.hi && other.lo < self.hi
+    }
+}
+
+/// A concrete address: base and byte range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Address {
+    /// The object.
+    pub base: Base,
+    /// The bytes touched.
+    pub range: ByteRange,
+    /// Whether the range is exactly the accessed bytes (constant indices), as opposed to a
+    /// range covering several possible elements.
+    pub exact: bool,
+}
+
+/// A coarse class of types for matching accesses through unknown pointers with objects they may
+/// touch (C11 §6.5p7, effective types, with signedness ignored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TypeClass {
+    /// Character types and `void`: may alias anything.
+    Any,
+    /// An integer type of this many bytes.
+    Int(u64),
+    /// A floating type of this many bytes.
+    Float(u64),
+    /// A pointer.
+    Pointer,
+    /// A struct or union.
+    Comp(CompId),
+}
+
+impl TypeClass {
+    /// The class of a type (arrays are classed by their element).
+    pub fn of(types: &TypeTable, ty: TypeId) -> TypeClass {
+        match types.kind(ty) {
+            TypeKind::Void => TypeClass::Any,
+            TypeKind::Int(k) => match k {
+                IntKind::Char | IntKind::SChar | IntKind::UChar => TypeClass::Any,
+                _ => TypeClass::Int(types.size_of(ty).unwrap_or(0)),
+            },
+            TypeKind::Float(_) | TypeKind::Complex(_) => {
+                TypeClass::Float(types.size_of(ty).unwrap_or(0))
+            }
+            TypeKind::Pointer(_) | TypeKind::Function(_) => TypeClass::Pointer,
+            TypeKind::Array { elem, .. } => TypeClass::of(types, *elem),
+            TypeKind::Comp(c) => TypeClass::Comp(*c),
+        }
+    }
+}
+
+/// Where an access goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// A known object.
+    Addr(Address),
+    /// Somewhere an unknown pointer points: any escaped object of a compatible type.
+    Typed(TypeClass),
+}
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AccessKind {
+    /// A read.
+    Read,
+    /// A write (assignment, call result, `free`, library write).
+    Write,
+}
+
+/// What an access is written as, for reports.
+#[derive(Clone, Copy, Debug)]
+pub enum AccessSite<'p> {
+    /// An lvalue of the program.
+    Lval(&'p Lval),
+    /// The object a pointer expression points to (a library call's argument).
+    Pointee(&'p Expr),
+    /// The hidden state of a library function called here.
+    Hidden(FuncId),
+}
+
+/// One memory access of a statement.
+#[derive(Clone, Copy, Debug)]
+pub struct MemAccess<'p> {
+    /// Where it goes.
+    pub target: Target,
+    /// Read or write.
+    pub kind: AccessKind,
+    /// An atomic access (of an `_Atomic` object or by an atomic builtin); two atomic accesses
+    /// never race.
+    pub atomic: bool,
+    /// Type of the accessed object.
+    pub ty: TypeId,
+    /// How the program writes it.
+    pub site: AccessSite<'p>,
+    /// The store of a call's result: it happens when the call returns (its lockset is the one
+    /// after the call).
+    pub after_call: bool,
+    /// The only object the expression can touch (seed 001 §7, condition 8).
+    pub precise: bool,
+}
+
+/// What a pointer expression may point to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PointsTo {
+    /// One of these addresses.
+    Known(Vec<Address>),
+    /// Unknown.
+    Unknown,
+}
+
+/// The functions a function-pointer expression may designate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FuncTargets {
+    /// Candidates, sorted.
+    pub funcs: Vec<FuncId>,
+    /// Whether it is exactly one known function.
+    pub exact: bool,
+}
+
+/// An integer range `[lo, hi]` (inclusive) a value may take; `None` bounds are unknown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IntRange {
+    /// Lower bound.
+    pub lo: Option<i128>,
+    /// Upper bound.
+    pub hi: Option<i128>,
+}
+
+impl IntRange {
+    /// Any value.
+    pub const TOP: IntRange = IntRange { lo: None, hi: None };
+}
+
+/// The backend interface (seed 001 Fig. 2).
+pub trait Backend<'p> {
+    /// Abstract state (the initial state of a thread, the state at a statement).
+    type State: Clone + std::fmt::Debug;
+
+    /// Name shown in reports (`syntactic`, `value`).
+    fn name(&self) -> &'static str;
+
+    /// The state before any thread runs (initial values of globals).
+    fn initial_state(&self) -> Self::State;
+
+    /// Analyses `thread` (entry `entry`) as a sequential program from `init`, keeping the
+    /// result for the queries.
+    fn analyse_thread(&mut self, thread: ThreadId, entry: FuncId, init: &Self::State);
+
+    /// The state before the statement of `ctx`.
+    fn state(&self, ctx: &Context) -> Self::State;
+
+    /// The values an integer expression may take at `ctx`.
+    fn value(&self, ctx: &Context, e: &Expr) -> IntRange;
+
+    /// The addresses a pointer expression may take at `ctx`.
+    fn value_ptr(&self, ctx: &Context, e: &Expr) -> PointsTo;
+
+    /// The functions a function-pointer expression may designate at `ctx`.
+    fn functions(&self, ctx: &Context, e: &Expr) -> FuncTargets;
+
+    /// The memory accesses of the statement of `ctx` (not those of called functions).
+    fn accesses(&self, ctx: &Context) -> Vec<MemAccess<'p>>;
+}

@@ -1,0 +1,234 @@
+//! Analysis contexts: (thread, call string, statement) — seed 001 §3, "Analysis contexts".
+//!
+//! A thread is identified by a [`ThreadId`]. Inside a thread, a function is analysed once per
+//! *function context* ([`FnCtx`]): the function plus the last `n` call sites that led to it
+//! (`--context-depth`, default 1, so simple lock and create wrappers are told apart by their
+//! call site). [`ThreadContexts`] enumerates the function contexts reachable from a thread's
+//! entry and which contexts each call edge enters; every analysis that walks a thread (lockset,
+//! active threads, access collection) walks this same graph.
+
+use crate::ir::{Callee, EdgeId, FuncId, Op, Program};
+use crate::model::{Role, Roles};
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+/// A thread: `ThreadId(0)` is `main`; others are numbered as the thread-creation graph finds
+/// them (see [`crate::threads`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadId(pub u32);
+
+impl ThreadId {
+    /// The main thread.
+    pub const MAIN: ThreadId = ThreadId(0);
+}
+
+/// A call site: the call edge and the function containing it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallSite {
+    /// Caller.
+    pub func: FuncId,
+    /// The call edge in the caller's CFG.
+    pub edge: EdgeId,
+}
+
+/// The last call sites leading to a function, outermost first.
+pub type CallString = SmallVec<[CallSite; 2]>;
+
+/// A function analysed under a call string.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FnCtx {
+    /// The function.
+    pub func: FuncId,
+    /// The last `n` call sites (empty for the thread's entry function).
+    pub calls: CallString,
+}
+
+/// Index of a function context in [`ThreadContexts::ctxs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FnCtxId(pub u32);
+
+/// An analysis context: a statement (CFG edge) of a function context of a thread.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Context {
+    /// The thread.
+    pub thread: ThreadId,
+    /// The function and its call string.
+    pub fctx: FnCtx,
+    /// The statement.
+    pub edge: EdgeId,
+}
+
+/// How a call edge enters a callee.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallKind {
+    /// An ordinary call.
+    Plain,
+    /// A call of a function that runs atomically (`__VERIFIER_atomic_*`).
+    Atomic,
+    /// The routine of a `pthread_once` (run under the once-control's lock).
+    Once,
+}
+
+/// A callee context entered by a call edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CallTarget {
+    /// The callee's context.
+    pub ctx: FnCtxId,
+    /// The callee.
+    pub func: FuncId,
+    /// How it is entered.
+    pub kind: CallKind,
+    /// Whether the callee is known for sure (a direct call), as opposed to one candidate of a
+    /// function pointer.
+    pub exact: bool,
+}
+
+/// The function contexts of one thread and the calls between them.
+#[derive(Clone, Debug)]
+pub struct ThreadContexts {
+    /// The thread.
+    pub thread: ThreadId,
+    /// The entry function's context.
+    pub entry: FnCtxId,
+    /// All reachable function contexts (each has a body).
+    pub ctxs: Vec<FnCtx>,
+    index: FxHashMap<FnCtx, FnCtxId>,
+    /// For each call edge (in a context) with analysed callees, those callees.
+    pub calls: FxHashMap<(FnCtxId, EdgeId), SmallVec<[CallTarget; 1]>>,
+}
+
+/// Upper bound on function contexts per thread (a safety net for huge programs with deep call
+/// strings; contexts beyond it reuse the context-insensitive one).
+const MAX_CONTEXTS: usize = 200_000;
+
+impl ThreadContexts {
+    /// Enumerates the function contexts reachable from `entry` with call strings of length
+    /// `depth`. `resolve(fctx, expr)` gives the functions a function-pointer expression may
+    /// designate (the backend's `functions` query).
+    pub fn build(
+        program: &Program,
+        roles: &Roles,
+        thread: ThreadId,
+        entry: FuncId,
+        depth: usize,
+        resolve: &mut dyn FnMut(&FnCtx, &crate::ir::Expr) -> Vec<FuncId>,
+    ) -> ThreadContexts {
+        let mut tc = ThreadContexts {
+            thread,
+            entry: FnCtxId(0),
+            ctxs: Vec::new(),
+            index: FxHashMap::default(),
+            calls: FxHashMap::default(),
+        };
+        let root = FnCtx {
+            func: entry,
+            calls: CallString::new(),
+        };
+        let mut work = vec![tc.intern(root)];
+        while let Some(id) = work.pop() {
+            let fctx = tc.ctxs[id.0 as usize].clone();
+            let Some(cfg) = &program.function(fctx.func).body else {
+                continue;
+            };
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                let Op::Call { callee, args, .. } = &e.op else {
+                    continue;
+                };
+                let edge = EdgeId(ei as u32);
+                let mut targets: SmallVec<[(FuncId, CallKind, bool); 1]> = SmallVec::new();
+                match callee {
+                    Callee::Direct(f) => match roles.get(*f) {
+                        Some(Role::Once { routine, .. }) => {
+                            if let Some(r) = args.get(*routine) {
+                                let found = resolve(&fctx, r);
+                                let exact = found.len() == 1;
+                                targets
+                                    .extend(found.into_iter().map(|g| (g, CallKind::Once, exact)));
+                            }
+                        }
+                        Some(Role::AtomicFunction) => targets.push((*f, CallKind::Atomic, true)),
+                        Some(_) => {}
+                        None => targets.push((*f, CallKind::Plain, true)),
+                    },
+                    Callee::Indirect(fp) => {
+                        let found = resolve(&fctx, fp);
+                        targets.extend(found.into_iter().map(|g| {
+                            let kind = match roles.get(g) {
+                                Some(Role::AtomicFunction) => CallKind::Atomic,
+                                _ => CallKind::Plain,
+                            };
+                            (g, kind, false)
+                        }));
+                    }
+                }
+                let mut entered = SmallVec::new();
+                for (g, kind, exact) in targets {
+                    if program.function(g).body.is_none() {
+                        continue;
+                    }
+                    let mut calls = fctx.calls.clone();
+                    calls.push(CallSite {
+                        func: fctx.func,
+                        edge,
+                    });
+                    while calls.len() > depth {
+                        calls.remove(0);
+                    }
+                    if tc.ctxs.len() >= MAX_CONTEXTS {
+                        calls.clear();
+                    }
+                    let callee = FnCtx { func: g, calls };
+                    let before = tc.ctxs.len();
+                    let cid = tc.intern(callee);
+                    if tc.ctxs.len() > before {
+                        work.push(cid);
+                    }
+                    entered.push(CallTarget {
+                        ctx: cid,
+                        func: g,
+                        kind,
+                        exact,
+                    });
+                }
+                if !entered.is_empty() {
+                    tc.calls.insert((id, edge), entered);
+                }
+            }
+        }
+        tc
+    }
+
+    fn intern(&mut self, c: FnCtx) -> FnCtxId {
+        if let Some(&id) = self.index.get(&c) {
+            return id;
+        }
+        let id = FnCtxId(self.ctxs.len() as u32);
+        self.index.insert(c.clone(), id);
+        self.ctxs.push(c);
+        id
+    }
+
+    /// The function context behind an id.
+    pub fn ctx(&self, id: FnCtxId) -> &FnCtx {
+        &self.ctxs[id.0 as usize]
+    }
+
+    /// The analysis context of `edge` in function context `id`.
+    pub fn context(&self, id: FnCtxId, edge: EdgeId) -> Context {
+        Context {
+            thread: self.thread,
+            fctx: self.ctx(id).clone(),
+            edge,
+        }
+    }
+
+    /// The callees a call edge enters in context `id` (empty when none is analysed).
+    pub fn callees(&self, id: FnCtxId, edge: EdgeId) -> &[CallTarget] {
+        self.calls.get(&(id, edge)).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Function contexts in id order.
+    pub fn ids(&self) -> impl Iterator<Item = FnCtxId> + '_ {
+        (0..self.ctxs.len() as u32).map(FnCtxId)
+    }
+}

@@ -1,0 +1,110 @@
+//! Walking the expressions of the IR.
+
+use super::cfg::{Callee, Op};
+use super::expr::{Expr, ExprKind, Host, Lval, Proj};
+
+/// Calls `f` on `e` and every sub-expression of it, including those inside lvalues (pointer
+/// expressions of dereferences, index expressions), parents before children.
+pub fn walk_expr<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        f(e);
+        match &e.kind {
+            ExprKind::Load(lv) | ExprKind::AddrOf(lv) => push_lval_exprs(lv, &mut stack),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => stack.push(a),
+            ExprKind::Binary(_, a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn push_lval_exprs<'a>(lv: &'a Lval, stack: &mut Vec<&'a Expr>) {
+    for p in lv.proj.iter().rev() {
+        if let Proj::Index(i) = p {
+            stack.push(i);
+        }
+    }
+    if let Host::Deref(p) = &lv.host {
+        stack.push(p);
+    }
+}
+
+/// Calls `f` on the expressions inside an lvalue (its pointer and index expressions).
+pub fn walk_lval<'a>(lv: &'a Lval, f: &mut dyn FnMut(&'a Expr)) {
+    let mut stack = Vec::new();
+    push_lval_exprs(lv, &mut stack);
+    for e in stack.into_iter().rev() {
+        walk_expr(e, f);
+    }
+}
+
+/// Calls `f` on every top-level expression of an instruction (right-hand sides, arguments,
+/// conditions, returned values, the callee of an indirect call) and on the expressions inside
+/// its written lvalues. Sub-expressions are reached with [`walk_expr`].
+pub fn op_exprs<'a>(op: &'a Op, f: &mut dyn FnMut(&'a Expr)) {
+    match op {
+        Op::Skip | Op::Return(None) => {}
+        Op::Assign { lhs, rhs } => {
+            walk_lval(lhs, f);
+            walk_expr(rhs, f);
+        }
+        Op::Call { dest, callee, args } => {
+            if let Callee::Indirect(e) = callee {
+                walk_expr(e, f);
+            }
+            for a in args {
+                walk_expr(a, f);
+            }
+            if let Some(d) = dest {
+                walk_lval(d, f);
+            }
+        }
+        Op::Assume { cond, .. } => walk_expr(cond, f),
+        Op::Return(Some(e)) => walk_expr(e, f),
+        Op::Asm { outputs, inputs } => {
+            for o in outputs {
+                walk_lval(o, f);
+            }
+            for i in inputs {
+                walk_expr(i, f);
+            }
+        }
+    }
+}
+
+/// The expression with outer casts removed.
+pub fn strip_casts(mut e: &Expr) -> &Expr {
+    while let ExprKind::Cast(inner) = &e.kind {
+        e = inner;
+    }
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::types::{DataModel, TypeTable};
+    use crate::ir::{GlobalId, Var};
+
+    #[test]
+    fn walks_into_lvalues() {
+        let t = TypeTable::new(DataModel::Lp64);
+        let int = t.common.int;
+        let idx = Expr::int(3, int);
+        let lv = Lval {
+            host: Host::Var(Var::Global(GlobalId(0))),
+            proj: vec![Proj::Index(Box::new(idx))],
+            ty: int,
+        };
+        let e = Expr {
+            kind: ExprKind::Load(Box::new(lv)),
+            ty: int,
+        };
+        let mut seen = Vec::new();
+        walk_expr(&e, &mut |x| seen.push(x.as_int()));
+        assert_eq!(seen, vec![None, Some(3)]);
+    }
+}

@@ -1,0 +1,725 @@
+//! Lockset analysis (seed 001 §6.1): which locks are held at every context, as must-locksets
+//! (held on every path) and may-locksets (held on some path).
+//!
+//! Each thread starts with no lock. The analysis is an [`Analysis`] of the shared engine: a fact
+//! is the lockset of one class of paths, carrying `must` ⊆ `may` so that merged facts stay
+//! sound. Lock operations take their lock's address from the backend (`value_ptr`); several
+//! candidates fork the fact (at most [`MAX_LOCK_CANDIDATES`], as RacerF), an unknown address adds
+//! an unknown lock to `may` only, an unknown unlock forks once per held lock.
+//!
+//! - read/write locks keep their mode; two read-mode holders do not exclude each other;
+//! - a trylock (or timedlock) is *pending* until a branch tests its result stored in a local:
+//!   held on the branch where it is 0, dropped on the other; an untested one is only in `may`;
+//! - atomic sections (`__VERIFIER_atomic_begin`/`_end`, calls of `__VERIFIER_atomic_*`
+//!   functions) hold one global write lock;
+//! - `pthread_once(&c, f)` runs `f` holding the once-lock of `c` in write mode, and the caller
+//!   holds it in read mode afterwards, so the routine's accesses are ordered before the accesses
+//!   that follow any `pthread_once(&c, ...)`;
+//! - a condition wait releases and re-takes its mutex (the lockset is unchanged); semaphores
+//!   count in `may` only (they order threads but do not exclude them).
+
+use crate::backend::{Address, Backend, Base, PointsTo};
+use crate::context::{CallKind, CallTarget, FnCtxId, ThreadContexts, ThreadId};
+use crate::dataflow::{self, Analysis, Solution};
+use crate::ir::{
+    Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
+};
+use crate::model::{LockKind, LockMode, Role, Roles};
+use racedar_domains::SmallSet;
+use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
+
+/// At most this many lock candidates are followed per lock operation.
+pub const MAX_LOCK_CANDIDATES: usize = 3;
+
+/// Interned lock identity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockId(pub u32);
+
+impl LockId {
+    /// A lock whose address is unknown (only ever in may-locksets).
+    pub const UNKNOWN: LockId = LockId(0);
+    /// The global lock of atomic sections.
+    pub const ATOMIC: LockId = LockId(1);
+}
+
+/// What a lock is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LockKey {
+    /// Unknown address.
+    Unknown,
+    /// The atomic-section lock.
+    Atomic,
+    /// A lock object (base, byte offset).
+    Addr(Base, u64),
+    /// The once-lock of a once-control object.
+    Once(Base, u64),
+}
+
+/// A held lock and the mode it is held in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Held {
+    /// The lock.
+    pub lock: LockId,
+    /// Read or write.
+    pub mode: LockMode,
+}
+
+/// A trylock whose success is not known yet; its result is in `local` of `func`
+/// (`None`: not stored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Pending {
+    held: Held,
+    key: Option<(FuncId, LocalId)>,
+}
+
+/// The lockset of one class of paths.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct LockFact {
+    must: SmallSet<Held>,
+    may: SmallSet<Held>,
+    pending: SmallVec<[Pending; 1]>,
+}
+
+/// Interned lock identities of a program.
+#[derive(Clone, Debug)]
+pub struct LockTable {
+    keys: Vec<LockKey>,
+    index: FxHashMap<LockKey, LockId>,
+}
+
+impl Default for LockTable {
+    fn default() -> Self {
+        let mut t = LockTable {
+            keys: Vec::new(),
+            index: FxHashMap::default(),
+        };
+        t.intern(LockKey::Unknown);
+        t.intern(LockKey::Atomic);
+        t
+    }
+}
+
+impl LockTable {
+    fn intern(&mut self, k: LockKey) -> LockId {
+        if let Some(&id) = self.index.get(&k) {
+            return id;
+        }
+        let id = LockId(self.keys.len() as u32);
+        self.keys.push(k);
+        self.index.insert(k, id);
+        id
+    }
+
+    /// What a lock id stands for.
+    pub fn key(&self, id: LockId) -> LockKey {
+        self.keys
+            .get(id.0 as usize)
+            .copied()
+            .unwrap_or(LockKey::Unknown)
+    }
+}
+
+/// The per-thread analysis.
+struct Locksets<'a, 'p, B: Backend<'p>> {
+    program: &'p Program,
+    roles: &'a Roles,
+    backend: &'a B,
+    tc: &'a ThreadContexts,
+    table: &'a mut LockTable,
+    _p: std::marker::PhantomData<&'p ()>,
+}
+
+/// Lock candidates of a pointer argument: `None` when unknown.
+fn lock_targets<'p, B: Backend<'p>>(
+    backend: &B,
+    tc: &ThreadContexts,
+    ctx: FnCtxId,
+    eid: EdgeId,
+    e: &Expr,
+    table: &mut LockTable,
+    once: bool,
+) -> Option<SmallVec<[LockId; 2]>> {
+    let qctx = tc.context(ctx, eid);
+    match backend.value_ptr(&qctx, e) {
+        PointsTo::Known(addrs) if !addrs.is_empty() && addrs.len() <= MAX_LOCK_CANDIDATES => {
+            let mut out = SmallVec::new();
+            for Address { base, range, exact } in addrs {
+                if !exact {
+                    return None;
+                }
+                let key = if once {
+                    LockKey::Once(base, range.lo)
+                } else {
+                    LockKey::Addr(base, range.lo)
+                };
+                out.push(table.intern(key));
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
+    fn add(fact: &LockFact, h: Held) -> LockFact {
+        let mut f = fact.clone();
+        f.must.insert(h);
+        f.may.insert(h);
+        f
+    }
+
+    fn release(fact: &LockFact, lock: LockId) -> LockFact {
+        let mut f = fact.clone();
+        f.must.retain(|h| h.lock != lock);
+        f.may.retain(|h| h.lock != lock);
+        f.pending.retain(|p| p.held.lock != lock);
+        f
+    }
+
+    /// The local a call stores its result in, if it is a plain local.
+    fn result_key(func: FuncId, dest: &Option<Lval>) -> Option<(FuncId, LocalId)> {
+        match dest {
+            Some(Lval {
+                host: Host::Var(Var::Local(l)),
+                proj,
+                ..
+            }) if proj.is_empty() => Some((func, *l)),
+            _ => None,
+        }
+    }
+}
+
+/// Reads `cond` as a test of a trylock result in `local`: `Some(true)` when the branch taken
+/// means success (result 0).
+fn trylock_test(cond: &Expr, branch: bool, local: LocalId) -> Option<bool> {
+    let is_local = |e: &Expr| {
+        matches!(&crate::ir::visit::strip_casts(e).kind, ExprKind::Load(lv)
+            if lv.proj.is_empty() && lv.host == Host::Var(Var::Local(local)))
+    };
+    let cond = crate::ir::visit::strip_casts(cond);
+    if is_local(cond) {
+        return Some(!branch); // `if (r)`: non-zero = failure
+    }
+    if let ExprKind::Binary(op, a, b) = &cond.kind {
+        let zero = |e: &Expr| crate::ir::visit::strip_casts(e).as_int() == Some(0);
+        if (is_local(a) && zero(b)) || (is_local(b) && zero(a)) {
+            return match op {
+                crate::ir::BinOp::Eq => Some(branch),
+                crate::ir::BinOp::Ne => Some(!branch),
+                _ => None,
+            };
+        }
+    }
+    None
+}
+
+impl<'p, B: Backend<'p>> Analysis for Locksets<'_, 'p, B> {
+    type Fact = LockFact;
+
+    fn transfer(
+        &mut self,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        edge: &Edge,
+        fact: &LockFact,
+        out: &mut Vec<LockFact>,
+    ) {
+        let func = self.tc.ctx(ctx).func;
+        match &edge.op {
+            Op::Call {
+                callee: Callee::Direct(f),
+                args,
+                dest,
+            } => {
+                let role = self.roles.get(*f).cloned();
+                match role {
+                    Some(Role::Lock { lock, mode, kind }) => {
+                        let Some(arg) = args.get(lock) else {
+                            out.push(fact.clone());
+                            return;
+                        };
+                        match lock_targets(self.backend, self.tc, ctx, eid, arg, self.table, false)
+                        {
+                            Some(locks) => {
+                                for l in locks {
+                                    let h = Held { lock: l, mode };
+                                    match kind {
+                                        LockKind::Blocking => out.push(Self::add(fact, h)),
+                                        LockKind::Try => {
+                                            let mut f = fact.clone();
+                                            f.may.insert(h);
+                                            let key = Self::result_key(func, dest);
+                                            if key.is_some() {
+                                                f.pending.push(Pending { held: h, key });
+                                                f.pending.sort();
+                                                f.pending.dedup();
+                                            }
+                                            out.push(f);
+                                        }
+                                    }
+                                }
+                            }
+                            None => {
+                                let mut f = fact.clone();
+                                f.may.insert(Held {
+                                    lock: LockId::UNKNOWN,
+                                    mode,
+                                });
+                                out.push(f);
+                            }
+                        }
+                    }
+                    Some(Role::Unlock { lock }) => {
+                        let target = args.get(lock).and_then(|a| {
+                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, false)
+                        });
+                        match target {
+                            Some(locks) => {
+                                for l in locks {
+                                    out.push(Self::release(fact, l));
+                                }
+                            }
+                            None => {
+                                // Unknown: one of the held locks is released.
+                                let held: Vec<LockId> = fact
+                                    .may
+                                    .iter()
+                                    .map(|h| h.lock)
+                                    .filter(|l| *l != LockId::ATOMIC)
+                                    .collect();
+                                if held.is_empty() {
+                                    out.push(fact.clone());
+                                }
+                                for l in held {
+                                    out.push(Self::release(fact, l));
+                                }
+                            }
+                        }
+                    }
+                    Some(Role::SemWait { sem, .. }) => {
+                        let mut f = fact.clone();
+                        let ids = args.get(sem).and_then(|a| {
+                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, false)
+                        });
+                        for l in ids.unwrap_or_else(|| SmallVec::from_slice(&[LockId::UNKNOWN])) {
+                            f.may.insert(Held {
+                                lock: l,
+                                mode: LockMode::Write,
+                            });
+                        }
+                        out.push(f);
+                    }
+                    Some(Role::SemPost { sem }) => {
+                        let ids = args.get(sem).and_then(|a| {
+                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, false)
+                        });
+                        let mut f = fact.clone();
+                        for l in ids.unwrap_or_default() {
+                            f = Self::release(&f, l);
+                        }
+                        out.push(f);
+                    }
+                    Some(Role::AtomicBegin) => out.push(Self::add(
+                        fact,
+                        Held {
+                            lock: LockId::ATOMIC,
+                            mode: LockMode::Write,
+                        },
+                    )),
+                    Some(Role::AtomicEnd) => out.push(Self::release(fact, LockId::ATOMIC)),
+                    Some(Role::Once { control, .. }) => {
+                        // The routine was not analysed as a call: the caller holds the once-lock
+                        // in read mode from now on.
+                        let ids = args.get(control).and_then(|a| {
+                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, true)
+                        });
+                        match ids {
+                            Some(ids) => {
+                                let mut f = fact.clone();
+                                for l in ids {
+                                    let h = Held {
+                                        lock: l,
+                                        mode: LockMode::Read,
+                                    };
+                                    f.must.insert(h);
+                                    f.may.insert(h);
+                                }
+                                out.push(f);
+                            }
+                            None => out.push(fact.clone()),
+                        }
+                    }
+                    Some(r) if r.ends_path() => {}
+                    _ => out.push(self.clear_key(fact, func, dest.as_ref())),
+                }
+            }
+            Op::Call { dest, .. } => out.push(self.clear_key(fact, func, dest.as_ref())),
+            Op::Assign { lhs, .. } => out.push(self.clear_key(fact, func, Some(lhs))),
+            Op::Assume { cond, branch } if !fact.pending.is_empty() => {
+                let mut f = fact.clone();
+                let mut resolved = Vec::new();
+                for (i, p) in fact.pending.iter().enumerate() {
+                    let Some((pf, local)) = p.key else { continue };
+                    if pf != func {
+                        continue;
+                    }
+                    if let Some(success) = trylock_test(cond, *branch, local) {
+                        resolved.push((i, success));
+                    }
+                }
+                for (i, success) in resolved.into_iter().rev() {
+                    let p = f.pending.remove(i);
+                    if success {
+                        f.must.insert(p.held);
+                        f.may.insert(p.held);
+                    } else if !f.must.contains(&p.held) {
+                        f.may.remove(&p.held);
+                    }
+                }
+                out.push(f);
+            }
+            _ => out.push(fact.clone()),
+        }
+    }
+
+    fn call_entry(
+        &mut self,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        edge: &Edge,
+        target: &CallTarget,
+        fact: &LockFact,
+    ) -> LockFact {
+        match target.kind {
+            CallKind::Plain => fact.clone(),
+            CallKind::Atomic => Self::add(
+                fact,
+                Held {
+                    lock: LockId::ATOMIC,
+                    mode: LockMode::Write,
+                },
+            ),
+            CallKind::Once => {
+                let mut f = fact.clone();
+                for l in self.once_locks(ctx, eid, edge) {
+                    f = Self::add(
+                        &f,
+                        Held {
+                            lock: l,
+                            mode: LockMode::Write,
+                        },
+                    );
+                }
+                f
+            }
+        }
+    }
+
+    fn call_exit(
+        &mut self,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        edge: &Edge,
+        target: &CallTarget,
+        exit: &LockFact,
+    ) -> LockFact {
+        let mut f = match target.kind {
+            CallKind::Plain => exit.clone(),
+            CallKind::Atomic => Self::release(exit, LockId::ATOMIC),
+            CallKind::Once => {
+                let mut f = exit.clone();
+                for l in self.once_locks(ctx, eid, edge) {
+                    f = Self::release(&f, l);
+                    let h = Held {
+                        lock: l,
+                        mode: LockMode::Read,
+                    };
+                    f.must.insert(h);
+                    f.may.insert(h);
+                }
+                f
+            }
+        };
+        // The call's result overwrites a pending trylock key.
+        if let Op::Call { dest, .. } = &edge.op {
+            f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
+        }
+        f
+    }
+
+    fn merge(&mut self, facts: &[&LockFact]) -> LockFact {
+        let mut it = facts.iter();
+        let Some(first) = it.next() else {
+            return LockFact::default();
+        };
+        let mut m = (*first).clone();
+        for f in it {
+            m.must = m.must.intersection(&f.must);
+            m.may = m.may.union(&f.may);
+            for p in &f.pending {
+                m.may.insert(p.held);
+            }
+        }
+        // Pending trylocks cannot be tracked through a merge: they stay possible only.
+        for p in std::mem::take(&mut m.pending) {
+            m.may.insert(p.held);
+        }
+        m
+    }
+}
+
+impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
+    fn once_locks(&mut self, ctx: FnCtxId, eid: EdgeId, edge: &Edge) -> SmallVec<[LockId; 2]> {
+        let Op::Call {
+            callee: Callee::Direct(f),
+            args,
+            ..
+        } = &edge.op
+        else {
+            return SmallVec::new();
+        };
+        let Some(Role::Once { control, .. }) = self.roles.get(*f) else {
+            return SmallVec::new();
+        };
+        args.get(*control)
+            .and_then(|a| lock_targets(self.backend, self.tc, ctx, eid, a, self.table, true))
+            .unwrap_or_default()
+    }
+
+    /// Drops pending trylocks whose result local `lhs` overwrites.
+    fn clear_key(&self, fact: &LockFact, func: FuncId, lhs: Option<&Lval>) -> LockFact {
+        let Some(Lval {
+            host: Host::Var(Var::Local(l)),
+            ..
+        }) = lhs
+        else {
+            return fact.clone();
+        };
+        if !fact.pending.iter().any(|p| p.key == Some((func, *l))) {
+            return fact.clone();
+        }
+        let mut f = fact.clone();
+        f.pending.retain(|p| p.key != Some((func, *l)));
+        f
+    }
+}
+
+/// The must- and may-locksets at a program point.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct LocksAt {
+    /// Held on every path.
+    pub must: SmallSet<Held>,
+    /// Held on some path (includes the unknown lock when an unknown lock may be held).
+    pub may: SmallSet<Held>,
+}
+
+/// Lockset results of all threads.
+pub struct LocksetResult {
+    /// Lock identities.
+    pub table: LockTable,
+    solutions: Vec<Solution<LockFact>>,
+}
+
+impl LocksetResult {
+    /// No thread analysed.
+    pub fn empty() -> LocksetResult {
+        LocksetResult {
+            table: LockTable::default(),
+            solutions: Vec::new(),
+        }
+    }
+
+    /// Runs the lockset analysis on every thread.
+    pub fn compute<'p, B: Backend<'p>>(
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        contexts: &[ThreadContexts],
+    ) -> LocksetResult {
+        let mut table = LockTable::default();
+        let mut solutions = Vec::with_capacity(contexts.len());
+        for tc in contexts {
+            let mut a = Locksets {
+                program,
+                roles,
+                backend,
+                tc,
+                table: &mut table,
+                _p: std::marker::PhantomData,
+            };
+            let _ = a.program;
+            solutions.push(dataflow::solve(
+                program,
+                tc,
+                &mut a,
+                vec![LockFact::default()],
+            ));
+        }
+        LocksetResult { table, solutions }
+    }
+
+    /// The locksets at `node` of function context `ctx` of `thread` (`None`: unreachable).
+    pub fn at(&self, thread: ThreadId, ctx: FnCtxId, node: NodeId) -> Option<LocksAt> {
+        let sol = self.solutions.get(thread.0 as usize)?;
+        let mut it = sol.facts_at(ctx, node);
+        let first = it.next()?;
+        let mut must = first.must.clone();
+        let mut may = first.may.clone();
+        for f in it {
+            must = must.intersection(&f.must);
+            may = may.union(&f.may);
+        }
+        Some(LocksAt { must, may })
+    }
+
+    /// Whether `node` of `ctx` is reachable in `thread`.
+    pub fn reachable(&self, thread: ThreadId, ctx: FnCtxId, node: NodeId) -> bool {
+        self.solutions
+            .get(thread.0 as usize)
+            .is_some_and(|s| s.reachable(ctx, node))
+    }
+}
+
+/// Locks a thread's parent holds for the thread's whole life (seed 001 §6.1 does not model
+/// this; `notes/racerf-goblint.md` §7, pattern 9): held (must) at the create statement and not
+/// released (unlock or condition wait) anywhere the thread may still be active. They protect
+/// the thread's accesses against every thread but the parent. `may` is the parent's
+/// may-lockset at the create statement.
+#[derive(Clone, Debug, Default)]
+pub struct Inherited {
+    /// Surely held by the parent while the thread runs.
+    pub must: SmallSet<Held>,
+    /// Possibly held by the parent at the creation.
+    pub may: SmallSet<Held>,
+    /// Possibly held by any creator on the chain from `main` at the creations that led to the
+    /// thread (held while an ancestor created it, such a lock may order the thread's accesses
+    /// after another thread's critical sections).
+    pub ancestral: SmallSet<Held>,
+    /// Every lock the thread itself may ever hold.
+    pub ever: SmallSet<Held>,
+}
+
+impl LocksetResult {
+    /// The inherited locks of every thread. `active(parent, ctx, node, child)` tells whether
+    /// `child` may be active at that point of `parent`.
+    pub fn inherited<'p, B: Backend<'p>>(
+        &mut self,
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &crate::threads::ThreadGraph,
+        active: &dyn Fn(ThreadId, FnCtxId, NodeId, ThreadId) -> bool,
+    ) -> Vec<Inherited> {
+        let mut out = vec![Inherited::default(); graph.threads.len()];
+        for t in &graph.threads {
+            let (Some(site), [parent]) = (t.site, t.parents.as_slice()) else {
+                continue;
+            };
+            let Some(cfg) = &program.function(site.func).body else {
+                continue;
+            };
+            let Some(node) = cfg.edges.get(site.edge.0 as usize).map(|e| e.src) else {
+                continue;
+            };
+            let tc = graph.contexts(*parent);
+            let mut must: Option<SmallSet<Held>> = None;
+            let mut may = SmallSet::new();
+            for c in tc.ids().filter(|c| tc.ctx(*c).func == site.func) {
+                if let Some(at) = self.at(*parent, c, node) {
+                    must = Some(match must {
+                        Some(m) => m.intersection(&at.must),
+                        None => at.must.clone(),
+                    });
+                    may = may.union(&at.may);
+                }
+            }
+            let mut must = must.unwrap_or_default();
+            must.retain(|h| h.lock != LockId::UNKNOWN);
+            if !must.is_empty() {
+                // Drop locks the parent may release while the thread may be active.
+                for c in tc.ids() {
+                    let func = tc.ctx(c).func;
+                    let Some(pcfg) = &program.function(func).body else {
+                        continue;
+                    };
+                    for (ei, e) in pcfg.edges.iter().enumerate() {
+                        let Op::Call {
+                            callee: Callee::Direct(f),
+                            args,
+                            ..
+                        } = &e.op
+                        else {
+                            continue;
+                        };
+                        let arg = match roles.get(*f) {
+                            Some(Role::Unlock { lock }) => args.get(*lock),
+                            Some(Role::CondWait { mutex, .. }) => args.get(*mutex),
+                            _ => continue,
+                        };
+                        if !self.reachable(*parent, c, e.src) || !active(*parent, c, e.src, t.id) {
+                            continue;
+                        }
+                        let released = arg.and_then(|a| {
+                            lock_targets(
+                                backend,
+                                tc,
+                                c,
+                                EdgeId(ei as u32),
+                                a,
+                                &mut self.table,
+                                false,
+                            )
+                        });
+                        match released {
+                            Some(ls) => must.retain(|h| !ls.contains(&h.lock)),
+                            None => must = SmallSet::new(),
+                        }
+                    }
+                }
+            }
+            out[t.id.0 as usize] = Inherited {
+                must,
+                may,
+                ancestral: SmallSet::new(),
+                ever: SmallSet::new(),
+            };
+        }
+        // Ancestral locks (parents before children: ids grow along discovery) and the locks
+        // each thread ever holds.
+        for t in &graph.threads {
+            let i = t.id.0 as usize;
+            let mut anc = out[i].may.clone();
+            for p in &t.parents {
+                if p.0 < t.id.0 {
+                    anc = anc.union(&out[p.0 as usize].ancestral);
+                }
+            }
+            out[i].ancestral = anc;
+            if let Some(sol) = self.solutions.get(i) {
+                out[i].ever = sol
+                    .all_facts()
+                    .fold(SmallSet::new(), |acc, f: &LockFact| acc.union(&f.may));
+            }
+        }
+        out
+    }
+}
+
+/// Whether holding `a` and `b` excludes each other: the same known lock, one in write mode.
+pub fn excludes(a: &Held, b: &Held) -> bool {
+    a.lock == b.lock
+        && a.lock != LockId::UNKNOWN
+        && (a.mode == LockMode::Write || b.mode == LockMode::Write)
+}
+
+/// Whether some lock of `xs` excludes some lock of `ys`.
+pub fn sets_exclude(xs: &SmallSet<Held>, ys: &SmallSet<Held>) -> bool {
+    xs.iter().any(|a| ys.iter().any(|b| excludes(a, b)))
+}
+
+/// Whether `xs` and `ys` may share a lock (an unknown lock may be anything).
+pub fn sets_may_share(xs: &SmallSet<Held>, ys: &SmallSet<Held>) -> bool {
+    let unknown = |s: &SmallSet<Held>| s.iter().any(|h| h.lock == LockId::UNKNOWN);
+    (unknown(xs) && !ys.is_empty()) || (unknown(ys) && !xs.is_empty()) || sets_exclude(xs, ys)
+}

@@ -1,0 +1,658 @@
+//! Active-threads (may-happen-in-parallel) analysis (seed 001 §6.2).
+//!
+//! Each thread `P` is analysed on its own: a fact tracks, for one class of paths, which of P's
+//! *children* (threads whose create statement P runs) are
+//! - `may_created`: possibly created so far;
+//! - `may_active`: possibly created and not surely joined;
+//! - `must_active`: created on this path and not possibly joined;
+//!
+//! plus whether the path is `certain` (feasible for sure: it passes only conditions on values
+//! nobody constrains, such as a fresh `__VERIFIER_nondet_int()`, and direct calls) and which child
+//! each thread-id variable holds (`ids`, from create to join; a join removes exactly that child).
+//!
+//! Two accesses may run in parallel ([`MhpResult::may_parallel`]) when their threads' positions
+//! in the creation tree allow it: for an ancestor `A` of the other thread `T` (through its child
+//! `B`), `B` must be active at A's access (or merely created, when T is deeper, since joining B
+//! does not join B's own children); for threads in different subtrees of their lowest common
+//! ancestor, one subtree root must be alive when the other is created. Threads with several
+//! parents or on creation cycles are parallel to everything. Must-parallelism requires the same
+//! on certain paths, with must-active children and certainly created threads.
+//!
+//! RacerF's thread sets (`notes/racerf-goblint.md` §1.6) miss grandchildren of siblings; this
+//! formulation follows the creation tree instead.
+
+use crate::context::{CallSite, CallTarget, FnCtxId, ThreadContexts, ThreadId};
+use crate::dataflow::{self, Analysis, Solution};
+use crate::ir::visit::strip_casts;
+use crate::ir::{
+    BinOp, Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
+    Proj, Var,
+};
+use crate::model::{Role, Roles};
+use crate::threads::ThreadGraph;
+use racedar_domains::SmallSet;
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
+
+/// A thread-id variable, as a key for matching joins with creates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IdKey(u32);
+
+/// One class of paths of a thread.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MhpFact {
+    may_created: SmallSet<ThreadId>,
+    may_active: SmallSet<ThreadId>,
+    must_active: SmallSet<ThreadId>,
+    certain: bool,
+    ids: SmallVec<[(IdKey, ThreadId); 2]>,
+}
+
+impl MhpFact {
+    fn initial() -> MhpFact {
+        MhpFact {
+            may_created: SmallSet::new(),
+            may_active: SmallSet::new(),
+            must_active: SmallSet::new(),
+            certain: true,
+            ids: SmallVec::new(),
+        }
+    }
+}
+
+/// Interned thread-id variables.
+#[derive(Default)]
+struct IdKeys {
+    index: FxHashMap<String, IdKey>,
+}
+
+impl IdKeys {
+    /// The key of an lvalue holding a thread id: only a variable with constant projections is
+    /// stable enough to match a join with a create.
+    fn key(&mut self, func: FuncId, lv: &Lval) -> Option<IdKey> {
+        let Host::Var(v) = lv.host else { return None };
+        if lv
+            .proj
+            .iter()
+            .any(|p| matches!(p, Proj::Index(i) if i.as_int().is_none()))
+        {
+            return None;
+        }
+        let owner = match v {
+            Var::Local(_) => Some(func),
+            Var::Global(_) => None,
+        };
+        let text = format!("{owner:?}:{lv:?}");
+        let n = self.index.len() as u32;
+        Some(*self.index.entry(text).or_insert(IdKey(n)))
+    }
+
+    /// The key of the object a create's thread-id pointer points to.
+    fn key_of_ptr(&mut self, func: FuncId, e: &Expr) -> Option<IdKey> {
+        match &strip_casts(e).kind {
+            ExprKind::AddrOf(lv) => self.key(func, lv),
+            _ => None,
+        }
+    }
+
+    /// The key of a join's thread-id value.
+    fn key_of_value(&mut self, func: FuncId, e: &Expr) -> Option<IdKey> {
+        match &strip_casts(e).kind {
+            ExprKind::Load(lv) => self.key(func, lv),
+            _ => None,
+        }
+    }
+
+    /// Whether writing `lv` may change the variable behind `key` (same variable).
+    fn root_of(&mut self, func: FuncId, lv: &Lval) -> Option<String> {
+        let Host::Var(v) = lv.host else { return None };
+        let owner = match v {
+            Var::Local(_) => Some(func),
+            Var::Global(_) => None,
+        };
+        Some(format!("{owner:?}:{v:?}"))
+    }
+}
+
+/// Locals of a function whose value is an unconstrained input: defined only by one call of a
+/// nondet (or unknown external) function, address never taken, and tested by a single branch.
+fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<LocalId> {
+    let Some(cfg) = &program.function(func).body else {
+        return FxHashSet::default();
+    };
+    let mut defs: FxHashMap<LocalId, (usize, bool)> = FxHashMap::default();
+    let mut tested_at: FxHashMap<LocalId, FxHashSet<NodeId>> = FxHashMap::default();
+    let mut addr_taken: FxHashSet<LocalId> = FxHashSet::default();
+    let local_of = |lv: &Lval| match lv.host {
+        Host::Var(Var::Local(l)) if lv.proj.is_empty() => Some(l),
+        _ => None,
+    };
+    for e in &cfg.edges {
+        match &e.op {
+            Op::Assign { lhs, .. } => {
+                if let Some(l) = local_of(lhs) {
+                    defs.entry(l).or_default().0 += 2;
+                }
+            }
+            Op::Call { dest, callee, .. } => {
+                if let Some(l) = dest.as_ref().and_then(local_of) {
+                    let nondet = match callee {
+                        Callee::Direct(f) => {
+                            matches!(roles.get(*f), Some(Role::Nondet))
+                                || (roles.get(*f).is_none() && program.function(*f).body.is_none())
+                        }
+                        Callee::Indirect(_) => false,
+                    };
+                    let d = defs.entry(l).or_default();
+                    d.0 += 1;
+                    d.1 |= !nondet;
+                }
+            }
+            Op::Assume { cond, .. } => {
+                crate::ir::visit::walk_expr(cond, &mut |x| {
+                    if let ExprKind::Load(lv) = &x.kind
+                        && let Some(l) = local_of(lv) {
+                            tested_at.entry(l).or_default().insert(e.src);
+                        }
+                });
+            }
+            _ => {}
+        }
+        crate::ir::visit::op_exprs(&e.op, &mut |x| {
+            crate::ir::visit::walk_expr(x, &mut |y| {
+                if let ExprKind::AddrOf(lv) = &y.kind
+                    && let Host::Var(Var::Local(l)) = lv.host {
+                        addr_taken.insert(l);
+                    }
+            })
+        });
+    }
+    defs.into_iter()
+        .filter(|(l, (n, bad))| {
+            *n == 1
+                && !bad
+                && !addr_taken.contains(l)
+                && program
+                    .function(func)
+                    .locals
+                    .get(l.0 as usize)
+                    .is_some_and(|x| x.kind != crate::ir::LocalKind::Param)
+                && tested_at.get(l).is_none_or(|s| s.len() <= 1)
+        })
+        .map(|(l, _)| l)
+        .collect()
+}
+
+/// Whether `cond` can be both true and false: it tests a free local against a constant
+/// inside its type's range.
+fn free_condition(program: &Program, free: &FxHashSet<LocalId>, cond: &Expr) -> bool {
+    let free_load = |e: &Expr| match &strip_casts(e).kind {
+        ExprKind::Load(lv) => match lv.host {
+            Host::Var(Var::Local(l)) if lv.proj.is_empty() && free.contains(&l) => Some(lv.ty),
+            _ => None,
+        },
+        _ => None,
+    };
+    let range = |ty| -> Option<(i128, i128)> {
+        let k = program.types.int_kind(ty)?;
+        if k == crate::ir::types::IntKind::Bool {
+            return Some((0, 1));
+        }
+        let bits = program.types.data_model.int_size(k) as u32 * 8;
+        if bits >= 128 {
+            return None;
+        }
+        Some(if k.is_signed() {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        } else {
+            (0, (1i128 << bits) - 1)
+        })
+    };
+    let c = strip_casts(cond);
+    if let Some(ty) = free_load(c) {
+        return program.types.is_scalar(ty);
+    }
+    let ExprKind::Binary(op, a, b) = &c.kind else {
+        return false;
+    };
+    let (ty, k, op) = match (free_load(a), b.as_int(), free_load(b), a.as_int()) {
+        (Some(ty), Some(k), _, _) => (ty, k, *op),
+        (_, _, Some(ty), Some(k)) => {
+            // Mirror: `k < x` is `x > k`.
+            let flipped = match op {
+                BinOp::Lt => BinOp::Gt,
+                BinOp::Gt => BinOp::Lt,
+                BinOp::Le => BinOp::Ge,
+                BinOp::Ge => BinOp::Le,
+                o => *o,
+            };
+            (ty, k, flipped)
+        }
+        _ => return false,
+    };
+    let Some((lo, hi)) = range(ty) else {
+        return false;
+    };
+    // Both outcomes possible for some value in [lo, hi]?
+    match op {
+        BinOp::Eq | BinOp::Ne => (lo..=hi).contains(&k) && lo < hi,
+        BinOp::Lt => lo < k && k <= hi,
+        BinOp::Le => lo <= k && k < hi,
+        BinOp::Gt => lo <= k && k < hi,
+        BinOp::Ge => lo < k && k <= hi,
+        _ => false,
+    }
+}
+
+struct ActiveThreads<'a> {
+    program: &'a Program,
+    roles: &'a Roles,
+    tc: &'a ThreadContexts,
+    graph: &'a ThreadGraph,
+    keys: &'a mut IdKeys,
+    free: FxHashMap<FuncId, FxHashSet<LocalId>>,
+}
+
+impl ActiveThreads<'_> {
+    fn free_of(&mut self, func: FuncId) -> &FxHashSet<LocalId> {
+        let (program, roles) = (self.program, self.roles);
+        self.free
+            .entry(func)
+            .or_insert_with(|| free_locals(program, roles, func))
+    }
+
+    fn forget_key(&mut self, fact: &mut MhpFact, func: FuncId, lv: &Lval) {
+        if fact.ids.is_empty() {
+            return;
+        }
+        let Some(root) = self.keys.root_of(func, lv) else {
+            return;
+        };
+        let roots: Vec<IdKey> = self
+            .keys
+            .index
+            .iter()
+            .filter(|(text, _)| text.starts_with(&root))
+            .map(|(_, k)| *k)
+            .collect();
+        fact.ids.retain(|(k, _)| !roots.contains(k));
+    }
+}
+
+impl Analysis for ActiveThreads<'_> {
+    type Fact = MhpFact;
+
+    fn transfer(
+        &mut self,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        edge: &Edge,
+        fact: &MhpFact,
+        out: &mut Vec<MhpFact>,
+    ) {
+        let func = self.tc.ctx(ctx).func;
+        let mut f = fact.clone();
+        match &edge.op {
+            Op::Call { callee, args, dest } => {
+                let role = match callee {
+                    Callee::Direct(g) => self.roles.get(*g).cloned(),
+                    Callee::Indirect(_) => None,
+                };
+                match role {
+                    Some(Role::ThreadCreate { thread_id, .. }) => {
+                        let site = CallSite { func, edge: eid };
+                        let children: SmallVec<[(ThreadId, bool); 2]> = self
+                            .graph
+                            .created_at(site)
+                            .map(|t| (t.id, t.exact_entry))
+                            .collect();
+                        let key = args
+                            .get(thread_id)
+                            .and_then(|a| self.keys.key_of_ptr(func, a));
+                        let exact = children.len() == 1 && children.iter().all(|c| c.1);
+                        for (c, _) in &children {
+                            f.may_created.insert(*c);
+                            f.may_active.insert(*c);
+                        }
+                        if let Some(k) = key {
+                            f.ids.retain(|(x, _)| *x != k);
+                        }
+                        if exact {
+                            let (c, _) = children[0];
+                            f.must_active.insert(c);
+                            if let Some(k) = key {
+                                f.ids.push((k, c));
+                                f.ids.sort();
+                            }
+                        }
+                    }
+                    Some(Role::ThreadJoin { thread_id }) => {
+                        let key = args
+                            .get(thread_id)
+                            .and_then(|a| self.keys.key_of_value(func, a));
+                        let joined =
+                            key.and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
+                        match joined {
+                            Some(c) => {
+                                if self.graph.thread(c).unique {
+                                    f.may_active.remove(&c);
+                                }
+                                f.must_active.remove(&c);
+                            }
+                            None => f.must_active = SmallSet::new(),
+                        }
+                    }
+                    Some(r) if r.ends_path() => return,
+                    None => {
+                        // An unknown function may start the callbacks it receives.
+                        let site = CallSite { func, edge: eid };
+                        for t in self.graph.created_at(site) {
+                            f.may_created.insert(t.id);
+                            f.may_active.insert(t.id);
+                        }
+                    }
+                    Some(Role::Assume { cond }) => {
+                        let free_ok = args.get(cond).is_some_and(|c| {
+                            let free = self.free_of(func).clone();
+                            free_condition(self.program, &free, c)
+                        });
+                        f.certain &= free_ok;
+                    }
+                    _ => {}
+                }
+                if let Some(d) = dest {
+                    self.forget_key(&mut f, func, d);
+                }
+            }
+            Op::Assign { lhs, .. } => self.forget_key(&mut f, func, lhs),
+            Op::Assume { cond, .. }
+                if f.certain => {
+                    let free = self.free_of(func).clone();
+                    f.certain = free_condition(self.program, &free, cond);
+                }
+            _ => {}
+        }
+        out.push(f);
+    }
+
+    fn call_entry(
+        &mut self,
+        _ctx: FnCtxId,
+        _eid: EdgeId,
+        _edge: &Edge,
+        target: &CallTarget,
+        fact: &MhpFact,
+    ) -> MhpFact {
+        let mut f = fact.clone();
+        f.certain &= target.exact;
+        f
+    }
+
+    fn call_exit(
+        &mut self,
+        ctx: FnCtxId,
+        _eid: EdgeId,
+        edge: &Edge,
+        _target: &CallTarget,
+        exit: &MhpFact,
+    ) -> MhpFact {
+        let mut f = exit.clone();
+        if let Op::Call { dest: Some(d), .. } = &edge.op {
+            let func = self.tc.ctx(ctx).func;
+            self.forget_key(&mut f, func, d);
+        }
+        f
+    }
+
+    fn merge(&mut self, facts: &[&MhpFact]) -> MhpFact {
+        let mut it = facts.iter();
+        let Some(first) = it.next() else {
+            return MhpFact::initial();
+        };
+        let mut m = (*first).clone();
+        for f in it {
+            m.may_created = m.may_created.union(&f.may_created);
+            m.may_active = m.may_active.union(&f.may_active);
+            m.must_active = m.must_active.intersection(&f.must_active);
+            m.certain |= f.certain;
+            m.ids.retain(|p| f.ids.contains(p));
+        }
+        m
+    }
+}
+
+/// A program point of a thread: function context and CFG node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Point {
+    /// The thread.
+    pub thread: ThreadId,
+    /// Function context in the thread.
+    pub ctx: FnCtxId,
+    /// CFG node.
+    pub node: NodeId,
+}
+
+/// What the analysis knows at a point, summed over its facts.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct ActiveAt {
+    /// Children possibly created.
+    pub may_created: SmallSet<ThreadId>,
+    /// Children possibly active.
+    pub may_active: SmallSet<ThreadId>,
+    /// Whether some certain path reaches the point.
+    pub certain: bool,
+    /// Children active for sure on some certain path (the union over certain facts of their
+    /// `must_active`).
+    pub certainly_active: SmallSet<ThreadId>,
+}
+
+/// Results of the active-threads analysis of every thread.
+pub struct MhpResult {
+    solutions: Vec<Solution<MhpFact>>,
+}
+
+impl MhpResult {
+    /// Runs the analysis on every thread.
+    pub fn compute(program: &Program, roles: &Roles, graph: &ThreadGraph) -> MhpResult {
+        let mut keys = IdKeys::default();
+        let mut solutions = Vec::with_capacity(graph.contexts.len());
+        for tc in &graph.contexts {
+            let mut a = ActiveThreads {
+                program,
+                roles,
+                tc,
+                graph,
+                keys: &mut keys,
+                free: FxHashMap::default(),
+            };
+            solutions.push(dataflow::solve(
+                program,
+                tc,
+                &mut a,
+                vec![MhpFact::initial()],
+            ));
+        }
+        MhpResult { solutions }
+    }
+
+    /// The summary of the facts at a point.
+    pub fn at(&self, p: Point) -> ActiveAt {
+        let mut out = ActiveAt::default();
+        let Some(sol) = self.solutions.get(p.thread.0 as usize) else {
+            return out;
+        };
+        for f in sol.facts_at(p.ctx, p.node) {
+            out.may_created = out.may_created.union(&f.may_created);
+            out.may_active = out.may_active.union(&f.may_active);
+            if f.certain {
+                out.certain = true;
+                out.certainly_active = out.certainly_active.union(&f.must_active);
+            }
+        }
+        out
+    }
+
+    /// The facts at the create statement of thread `t`, in its parent, summed over the
+    /// parent's contexts of the statement's function (`None`: no single parent or not reached).
+    pub fn at_creation(
+        &self,
+        program: &Program,
+        graph: &ThreadGraph,
+        t: ThreadId,
+    ) -> Option<ActiveAt> {
+        let th = graph.thread(t);
+        let site = th.site?;
+        let [parent] = th.parents.as_slice() else {
+            return None;
+        };
+        let node = program
+            .function(site.func)
+            .body
+            .as_ref()?
+            .edges
+            .get(site.edge.0 as usize)?
+            .src;
+        let tc = graph.contexts(*parent);
+        let mut out = ActiveAt::default();
+        let mut any = false;
+        for c in tc.ids().filter(|c| tc.ctx(*c).func == site.func) {
+            let a = self.at(Point {
+                thread: *parent,
+                ctx: c,
+                node,
+            });
+            any = true;
+            out.may_created = out.may_created.union(&a.may_created);
+            out.may_active = out.may_active.union(&a.may_active);
+            out.certain |= a.certain;
+            out.certainly_active = out.certainly_active.union(&a.certainly_active);
+        }
+        any.then_some(out)
+    }
+
+    /// Per-thread facts about creation, for the parallelism tests.
+    pub fn thread_facts(&self, program: &Program, graph: &ThreadGraph) -> Vec<ThreadFacts> {
+        let creation: Vec<Option<ActiveAt>> = graph
+            .threads
+            .iter()
+            .map(|t| self.at_creation(program, graph, t.id))
+            .collect();
+        graph
+            .threads
+            .iter()
+            .map(|t| {
+                let ancestry = graph.ancestry(t.id);
+                let certainly_created = ancestry.as_ref().is_some_and(|chain| {
+                    chain.iter().skip(1).all(|c| {
+                        graph.thread(*c).exact_entry
+                            && creation[c.0 as usize].as_ref().is_some_and(|a| a.certain)
+                    })
+                });
+                ThreadFacts {
+                    creation: creation[t.id.0 as usize].clone(),
+                    certainly_created,
+                    ancestry,
+                    unique: t.unique && !t.in_cycle,
+                }
+            })
+            .collect()
+    }
+}
+
+/// What the parallelism tests need to know about a thread.
+#[derive(Clone, Debug)]
+pub struct ThreadFacts {
+    /// The parent's facts at its create statement.
+    pub creation: Option<ActiveAt>,
+    /// Whether every create statement from `main` to the thread is certainly run.
+    pub certainly_created: bool,
+    /// The chain of threads from `main` to it, when it has a single chain of single parents.
+    pub ancestry: Option<Vec<ThreadId>>,
+    /// Created at most once and not on a creation cycle.
+    pub unique: bool,
+}
+
+/// Whether accesses of threads `ta` (with facts `a` at the access) and `tb` (`b`) may run in
+/// parallel (see the module documentation).
+pub fn may_parallel(
+    tf: &[ThreadFacts],
+    ta: ThreadId,
+    a: &ActiveAt,
+    tb: ThreadId,
+    b: &ActiveAt,
+) -> bool {
+    let fa = &tf[ta.0 as usize];
+    if ta == tb {
+        return !fa.unique;
+    }
+    let fb = &tf[tb.0 as usize];
+    let (Some(ca), Some(cb)) = (&fa.ancestry, &fb.ancestry) else {
+        return true;
+    };
+    let k = ca.iter().zip(cb).take_while(|(x, y)| x == y).count();
+    if k == 0 {
+        return true;
+    }
+    let lca = ca[k - 1];
+    if !tf[lca.0 as usize].unique {
+        return true;
+    }
+    let alive = |at: &ActiveAt, child: ThreadId, deeper: bool| {
+        if deeper {
+            at.may_created.contains(&child)
+        } else {
+            at.may_active.contains(&child)
+        }
+    };
+    if lca == tb {
+        return alive(b, ca[k], ta != ca[k]);
+    }
+    if lca == ta {
+        return alive(a, cb[k], tb != cb[k]);
+    }
+    let (b1, b2) = (ca[k], cb[k]);
+    let (Some(at1), Some(at2)) = (&tf[b1.0 as usize].creation, &tf[b2.0 as usize].creation) else {
+        return true;
+    };
+    alive(at2, b1, ta != b1) || alive(at1, b2, tb != b2)
+}
+
+/// Whether accesses of `ta` (facts `a`) and `tb` (`b`) certainly can run in parallel: both on
+/// certain paths of certainly created unique threads, unordered by the creation tree.
+pub fn must_parallel(
+    tf: &[ThreadFacts],
+    ta: ThreadId,
+    a: &ActiveAt,
+    tb: ThreadId,
+    b: &ActiveAt,
+) -> bool {
+    if ta == tb || !a.certain || !b.certain {
+        return false;
+    }
+    let (fa, fb) = (&tf[ta.0 as usize], &tf[tb.0 as usize]);
+    if !fa.certainly_created || !fb.certainly_created {
+        return false;
+    }
+    let (Some(ca), Some(cb)) = (&fa.ancestry, &fb.ancestry) else {
+        return false;
+    };
+    if ca.iter().chain(cb).any(|t| !tf[t.0 as usize].unique) {
+        return false;
+    }
+    let k = ca.iter().zip(cb).take_while(|(x, y)| x == y).count();
+    if k == 0 {
+        return false;
+    }
+    let lca = ca[k - 1];
+    if lca == tb {
+        return b.certainly_active.contains(&ca[k]);
+    }
+    if lca == ta {
+        return a.certainly_active.contains(&cb[k]);
+    }
+    let (b1, b2) = (ca[k], cb[k]);
+    let (Some(at1), Some(at2)) = (&tf[b1.0 as usize].creation, &tf[b2.0 as usize].creation) else {
+        return false;
+    };
+    at2.certainly_active.contains(&b1) || at1.certainly_active.contains(&b2)
+}

@@ -1,0 +1,420 @@
+//! The concurrency model: which library functions create and join threads, take and release
+//! locks, run atomically, allocate memory, and so on, with their argument positions.
+//!
+//! Models are TOML files (`config/*.toml`, compiled into the binary; more with `--config FILE`,
+//! whose entries override shipped ones). Each `[[function]]` entry names functions (`name`,
+//! `names` or `prefix`) and gives a `role` with its argument positions (counted from 0):
+//!
+//! | role | fields | meaning |
+//! |---|---|---|
+//! | `thread-create` | `thread-id`, `entry`, `arg` | starts `entry(arg)` in a new thread, stores its id in `*thread-id` |
+//! | `thread-join` | `thread-id` | waits for the thread whose id is the argument's value |
+//! | `thread-exit` | | ends the calling thread |
+//! | `lock` | `lock`, `mode` (`write`/`read`), `kind` (`blocking`/`try`) | takes the lock `*lock`; a `try` lock succeeds when it returns 0 |
+//! | `unlock` | `lock` | releases `*lock` |
+//! | `cond-wait` | `cond`, `mutex` | releases `*mutex`, waits, takes it again |
+//! | `cond-signal` | `cond` | wakes waiters |
+//! | `barrier-wait` | `barrier` | waits for the other threads of the barrier |
+//! | `once` | `control`, `routine` | runs `routine()` once across all threads |
+//! | `sem-wait` / `sem-post` | `sem`, `kind` | semaphore down / up |
+//! | `atomic-begin` / `atomic-end` | | start / end of an atomic section (one global lock) |
+//! | `atomic-function` | | a defined function whose body runs atomically |
+//! | `atomic` | `object` | an atomic operation on `*object` |
+//! | `alloc` / `realloc` / `free` | `ptr` | heap allocation; `free` writes the freed object |
+//! | `access` | `reads`, `writes`, `reads-from`, `writes-from` | reads / writes the objects the listed pointer arguments point to (`*-from`: that argument and every later one) |
+//! | `thread-unsafe` | | reads and writes hidden library state (POSIX lists it as not thread-safe): two unsynchronised calls race |
+//! | `nondet` | | returns an arbitrary value |
+//! | `assume` | `cond` | continues only when the argument is non-zero |
+//! | `noreturn` | | never returns (`abort`, `exit`, `reach_error`) |
+//! | `nonlocal-jump` | `noreturn` | `setjmp`/`longjmp`: control flow the CFG does not show (`noreturn` for `longjmp`) |
+//! | `ignore` | | no effect that matters to the analysis |
+//!
+//! Source: seed 001 §3 ("Concurrency model") and §8; RacerF's `models/*.yaml`
+//! (`notes/racerf-goblint.md` §3).
+
+use crate::ir::{FuncId, Program};
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+
+/// Whether a lock is taken for reading or writing (mutexes always write).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockMode {
+    /// Shared (reader) mode of a read-write lock.
+    Read,
+    /// Exclusive mode.
+    #[default]
+    Write,
+}
+
+/// Whether a lock operation blocks until it succeeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum LockKind {
+    /// Waits until the lock is taken (assumed never to fail).
+    #[default]
+    Blocking,
+    /// May fail; returns 0 on success (trylock, timedlock).
+    Try,
+}
+
+/// What a modelled function does. See the module documentation for the TOML spelling.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(tag = "role", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Role {
+    /// Thread creation.
+    ThreadCreate {
+        /// Argument: pointer to where the thread id is stored.
+        #[serde(rename = "thread-id")]
+        thread_id: usize,
+        /// Argument: the entry function.
+        entry: usize,
+        /// Argument: the value passed to the entry function.
+        arg: usize,
+    },
+    /// Thread join.
+    ThreadJoin {
+        /// Argument: the thread id (by value).
+        #[serde(rename = "thread-id")]
+        thread_id: usize,
+    },
+    /// Ends the calling thread.
+    ThreadExit,
+    /// Lock acquisition.
+    Lock {
+        /// Argument: pointer to the lock.
+        lock: usize,
+        /// Read or write mode.
+        #[serde(default)]
+        mode: LockMode,
+        /// Blocking or try.
+        #[serde(default)]
+        kind: LockKind,
+    },
+    /// Lock release.
+    Unlock {
+        /// Argument: pointer to the lock.
+        lock: usize,
+    },
+    /// Condition wait: releases and re-takes the mutex.
+    CondWait {
+        /// Argument: pointer to the condition variable.
+        cond: usize,
+        /// Argument: pointer to the mutex.
+        mutex: usize,
+    },
+    /// Condition signal or broadcast.
+    CondSignal {
+        /// Argument: pointer to the condition variable.
+        cond: usize,
+    },
+    /// Barrier wait.
+    BarrierWait {
+        /// Argument: pointer to the barrier.
+        barrier: usize,
+    },
+    /// One-time initialisation.
+    Once {
+        /// Argument: pointer to the once-control object.
+        control: usize,
+        /// Argument: the routine to run.
+        routine: usize,
+    },
+    /// Semaphore down.
+    SemWait {
+        /// Argument: pointer to the semaphore.
+        sem: usize,
+        /// Blocking or try.
+        #[serde(default)]
+        kind: LockKind,
+    },
+    /// Semaphore up.
+    SemPost {
+        /// Argument: pointer to the semaphore.
+        sem: usize,
+    },
+    /// Start of an atomic section.
+    AtomicBegin,
+    /// End of an atomic section.
+    AtomicEnd,
+    /// A defined function whose body runs atomically.
+    AtomicFunction,
+    /// An atomic read-modify-write of the object an argument points to.
+    Atomic {
+        /// Argument: pointer to the object.
+        object: usize,
+    },
+    /// Heap allocation (the result is a fresh object).
+    Alloc,
+    /// Reallocation of the object `ptr` points to.
+    Realloc {
+        /// Argument: the old pointer.
+        ptr: usize,
+    },
+    /// Deallocation: a write to the whole object `ptr` points to.
+    Free {
+        /// Argument: the pointer.
+        ptr: usize,
+    },
+    /// Reads and writes through pointer arguments.
+    Access {
+        /// Arguments whose pointed objects are read.
+        #[serde(default)]
+        reads: Vec<usize>,
+        /// Arguments whose pointed objects are written.
+        #[serde(default)]
+        writes: Vec<usize>,
+        /// This argument and every later one point to objects that are read.
+        #[serde(rename = "reads-from", default)]
+        reads_from: Option<usize>,
+        /// This argument and every later one point to objects that are written.
+        #[serde(rename = "writes-from", default)]
+        writes_from: Option<usize>,
+    },
+    /// Reads and writes hidden library state (not thread-safe, POSIX.1-2017 §2.9.1).
+    ThreadUnsafe,
+    /// Returns an arbitrary value.
+    Nondet,
+    /// Continues only when the argument is non-zero.
+    Assume {
+        /// Argument: the condition.
+        cond: usize,
+    },
+    /// Never returns.
+    Noreturn,
+    /// `setjmp` / `longjmp`: control flow the CFG does not show.
+    NonlocalJump {
+        /// Whether it never returns (`longjmp`).
+        #[serde(default)]
+        noreturn: bool,
+    },
+    /// No effect of interest.
+    Ignore,
+}
+
+impl Role {
+    /// Whether a call never returns to its caller (the path ends there).
+    pub fn ends_path(&self) -> bool {
+        matches!(
+            self,
+            Role::Noreturn | Role::ThreadExit | Role::NonlocalJump { noreturn: true }
+        )
+    }
+
+    /// Whether the role describes a defined function (its body is analysed under the role)
+    /// rather than a library function without body.
+    pub fn applies_to_defined(&self) -> bool {
+        matches!(self, Role::AtomicFunction)
+    }
+}
+
+/// One `[[function]]` entry as written in TOML.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct Entry {
+    name: Option<String>,
+    #[serde(default)]
+    names: Vec<String>,
+    prefix: Option<String>,
+    #[serde(flatten)]
+    role: Role,
+}
+
+#[derive(Debug, Deserialize)]
+struct File {
+    #[serde(default)]
+    function: Vec<Entry>,
+}
+
+/// The shipped models, in load order.
+const SHIPPED: &[(&str, &str)] = &[
+    ("pthread.toml", include_str!("../../config/pthread.toml")),
+    (
+        "c11-threads.toml",
+        include_str!("../../config/c11-threads.toml"),
+    ),
+    ("svcomp.toml", include_str!("../../config/svcomp.toml")),
+    (
+        "gcc-atomics.toml",
+        include_str!("../../config/gcc-atomics.toml"),
+    ),
+    ("libc.toml", include_str!("../../config/libc.toml")),
+];
+
+/// A loaded concurrency model: roles by exact name, then by prefix (longest prefix wins).
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    by_name: FxHashMap<String, Role>,
+    prefixes: Vec<(String, Role)>,
+}
+
+/// A model file that does not parse: its name and the TOML error (which gives line and column).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelError {
+    /// File name.
+    pub file: String,
+    /// What is wrong, with the position.
+    pub message: String,
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let msg = self.message.trim().replace('\n', " ");
+        write!(
+            f,
+            "{}:1: error: invalid concurrency model: {msg}",
+            self.file
+        )
+    }
+}
+
+impl Model {
+    /// The shipped models.
+    pub fn shipped() -> Model {
+        let mut m = Model::default();
+        for (name, text) in SHIPPED {
+            // The shipped files are tested to parse (see the tests below).
+            if let Err(e) = m.add_toml(name, text) {
+                tracing::error!("{e}");
+            }
+        }
+        m
+    }
+
+    /// Adds the entries of a TOML model; later entries override earlier ones.
+    ///
+    /// Errors: the text is not valid TOML or does not follow the schema.
+    pub fn add_toml(&mut self, file: &str, text: &str) -> Result<(), ModelError> {
+        let parsed: File = toml::from_str(text).map_err(|e| ModelError {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+        for e in parsed.function {
+            let mut names = e.names;
+            names.extend(e.name);
+            if names.is_empty() && e.prefix.is_none() {
+                return Err(ModelError {
+                    file: file.to_string(),
+                    message: "a [[function]] entry needs `name`, `names` or `prefix`".into(),
+                });
+            }
+            for n in names {
+                self.by_name.insert(n, e.role.clone());
+            }
+            if let Some(p) = e.prefix {
+                self.prefixes.retain(|(q, _)| *q != p);
+                self.prefixes.push((p, e.role.clone()));
+            }
+        }
+        // Longest prefix first.
+        self.prefixes
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+        Ok(())
+    }
+
+    /// The role of a function by name, if the model knows it.
+    pub fn role(&self, name: &str) -> Option<&Role> {
+        self.by_name.get(name).or_else(|| {
+            self.prefixes
+                .iter()
+                .find(|(p, _)| name.starts_with(p.as_str()))
+                .map(|(_, r)| r)
+        })
+    }
+
+    /// The roles of a program's functions, indexed by [`FuncId`]: a function with a body gets
+    /// a role only if the role applies to defined functions ([`Role::applies_to_defined`]).
+    pub fn classify(&self, program: &Program) -> Roles {
+        let roles = program
+            .functions
+            .iter()
+            .map(|f| {
+                self.role(&f.name)
+                    .filter(|r| f.body.is_none() || r.applies_to_defined())
+                    .cloned()
+            })
+            .collect();
+        Roles { roles }
+    }
+}
+
+/// The roles of one program's functions.
+#[derive(Clone, Debug, Default)]
+pub struct Roles {
+    roles: Vec<Option<Role>>,
+}
+
+impl Roles {
+    /// The role of function `f`, if modelled.
+    pub fn get(&self, f: FuncId) -> Option<&Role> {
+        self.roles.get(f.0 as usize).and_then(|r| r.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_models_parse() {
+        for (name, text) in SHIPPED {
+            let mut m = Model::default();
+            m.add_toml(name, text).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    #[test]
+    fn roles_by_name_and_prefix() {
+        let m = Model::shipped();
+        assert_eq!(
+            m.role("pthread_create"),
+            Some(&Role::ThreadCreate {
+                thread_id: 0,
+                entry: 2,
+                arg: 3
+            })
+        );
+        assert_eq!(
+            m.role("pthread_rwlock_rdlock"),
+            Some(&Role::Lock {
+                lock: 0,
+                mode: LockMode::Read,
+                kind: LockKind::Blocking
+            })
+        );
+        assert_eq!(m.role("__VERIFIER_nondet_int"), Some(&Role::Nondet));
+        assert_eq!(m.role("__VERIFIER_atomic_begin"), Some(&Role::AtomicBegin));
+        assert_eq!(
+            m.role("__VERIFIER_atomic_incr"),
+            Some(&Role::AtomicFunction)
+        );
+        assert_eq!(m.role("__atomic_thread_fence"), Some(&Role::Ignore));
+        assert_eq!(
+            m.role("__atomic_fetch_add"),
+            Some(&Role::Atomic { object: 0 })
+        );
+        assert_eq!(m.role("no_such_function"), None);
+    }
+
+    #[test]
+    fn user_models_override_and_report_errors() {
+        let mut m = Model::shipped();
+        m.add_toml(
+            "mine.toml",
+            "[[function]]\nname = \"my_lock\"\nrole = \"lock\"\nlock = 1\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            m.role("my_lock"),
+            Some(&Role::Lock {
+                lock: 1,
+                mode: LockMode::Write,
+                kind: LockKind::Blocking
+            })
+        );
+        let err = m
+            .add_toml("bad.toml", "[[function]]\nname = \"x\"\nrole = \"fly\"\n")
+            .err();
+        assert!(err.is_some_and(|e| e.to_string().starts_with("bad.toml:1: error:")));
+    }
+}

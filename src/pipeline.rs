@@ -1,0 +1,404 @@
+//! The analysis pipeline of `racedar check` (DESIGN.md, "Pipeline"): concurrency model →
+//! backend → thread-creation graph → lockset and active-threads analyses → race detection →
+//! verdict.
+
+use crate::backend::Backend;
+use crate::backend::syntactic::Syntactic;
+use crate::context::ThreadId;
+use crate::ir::{Callee, FuncId, Linkage, Loc, Op, Program};
+use crate::lockset::{Inherited, LocksetResult};
+use crate::mhp::{MhpResult, Point, ThreadFacts};
+use crate::model::{Model, Role, Roles};
+use crate::races::escape::Escape;
+use crate::races::{self, Confidence, RaceResult};
+use crate::report::Verdict;
+use crate::threads::ThreadGraph;
+use std::time::{Duration, Instant};
+
+/// Which backend answers the analyses' queries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BackendKind {
+    /// Addresses read off the expressions (seed 001 §4, "Syntactic backend").
+    #[default]
+    Syntactic,
+}
+
+/// Options of the analysis.
+#[derive(Clone, Debug)]
+pub struct AnalysisOptions {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Call-string length of contexts (`--context-depth`).
+    pub context_depth: usize,
+    /// The concurrency model.
+    pub model: Model,
+}
+
+impl Default for AnalysisOptions {
+    fn default() -> Self {
+        AnalysisOptions {
+            backend: BackendKind::Syntactic,
+            context_depth: 1,
+            model: Model::shipped(),
+        }
+    }
+}
+
+/// A reason the verdict cannot be definite.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Imprecision {
+    /// What it is.
+    pub reason: String,
+    /// Where (when one place is to blame).
+    pub loc: Option<Loc>,
+    /// It may make a reported must-race spurious: no `race` verdict.
+    pub blocks_race: bool,
+    /// It may hide a race: no `no-race` verdict.
+    pub blocks_no_race: bool,
+}
+
+/// Everything `racedar check` computed.
+pub struct Analysis<'p> {
+    /// The program.
+    pub program: &'p Program,
+    /// Thread-creation graph.
+    pub graph: ThreadGraph,
+    /// Lockset results.
+    pub locksets: LocksetResult,
+    /// Races found.
+    pub races: RaceResult<'p>,
+    /// Reasons the verdict is not definite, sorted.
+    pub imprecision: Vec<Imprecision>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Time per phase.
+    pub phases: Vec<(&'static str, Duration)>,
+}
+
+/// Runs the race analysis on a lowered program whose functions `roles` classifies
+/// ([`Model::classify`] with `opts.model`).
+pub fn analyse<'p>(program: &'p Program, roles: &'p Roles, opts: &AnalysisOptions) -> Analysis<'p> {
+    let mut phases = Vec::new();
+    let t = Instant::now();
+    let backend = match opts.backend {
+        BackendKind::Syntactic => Syntactic::new(program, roles),
+    };
+    phases.push(("model", t.elapsed()));
+    run(program, roles, backend, opts, phases)
+}
+
+fn run<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    mut backend: B,
+    opts: &AnalysisOptions,
+    mut phases: Vec<(&'static str, Duration)>,
+) -> Analysis<'p> {
+    let mut imprecision = Vec::new();
+    let main = program
+        .functions
+        .iter()
+        .position(|f| f.name == "main" && f.body.is_some() && f.linkage == Linkage::External)
+        .map(|i| FuncId(i as u32));
+    let t = Instant::now();
+    let Some(main) = main else {
+        imprecision.push(Imprecision {
+            reason: "no main function: nothing to start the threads from".into(),
+            loc: None,
+            blocks_race: true,
+            blocks_no_race: true,
+        });
+        return empty(program, imprecision, phases);
+    };
+    let init = backend.initial_state();
+    backend.analyse_thread(ThreadId::MAIN, main, &init);
+    let graph = ThreadGraph::build(program, roles, &backend, main, opts.context_depth);
+    if graph.truncated {
+        imprecision.push(Imprecision {
+            reason: format!(
+                "more than {} threads: the rest were not analysed",
+                crate::threads::MAX_THREADS
+            ),
+            loc: None,
+            blocks_race: false,
+            blocks_no_race: true,
+        });
+    }
+    phases.push(("threads", t.elapsed()));
+    let t = Instant::now();
+    let mut locksets = LocksetResult::compute(program, roles, &backend, &graph.contexts);
+    phases.push(("lockset", t.elapsed()));
+    let t = Instant::now();
+    let mhp = MhpResult::compute(program, roles, &graph);
+    let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, &graph);
+    phases.push(("mhp", t.elapsed()));
+    let t = Instant::now();
+    let inherited: Vec<Inherited> =
+        locksets.inherited(program, roles, &backend, &graph, &|p, c, n, child| {
+            mhp.at(Point {
+                thread: p,
+                ctx: c,
+                node: n,
+            })
+            .may_active
+            .contains(&child)
+        });
+    let escape = Escape::compute(program, roles);
+    let races = races::detect(&races::Inputs {
+        program,
+        backend: &backend,
+        graph: &graph,
+        locksets: &locksets,
+        inherited: &inherited,
+        mhp: &mhp,
+        thread_facts: &thread_facts,
+        escape: &escape,
+    });
+    phases.push(("races", t.elapsed()));
+    if races.truncated {
+        imprecision.push(Imprecision {
+            reason: format!(
+                "more than {} access pairs: race search cut short",
+                races::MAX_PAIR_CHECKS
+            ),
+            loc: None,
+            blocks_race: false,
+            blocks_no_race: true,
+        });
+    }
+    imprecision.extend(features(program, roles, &backend, &graph, &locksets));
+    imprecision.sort();
+    imprecision.dedup();
+    let mut races = races;
+    let verdict = verdict(&mut races, &imprecision);
+    Analysis {
+        program,
+        graph,
+        locksets,
+        races,
+        imprecision,
+        verdict,
+        phases,
+    }
+}
+
+fn empty<'p>(
+    program: &'p Program,
+    imprecision: Vec<Imprecision>,
+    phases: Vec<(&'static str, Duration)>,
+) -> Analysis<'p> {
+    Analysis {
+        program,
+        graph: ThreadGraph {
+            threads: Vec::new(),
+            graph: petgraph::graph::DiGraph::new(),
+            contexts: Vec::new(),
+            truncated: false,
+        },
+        locksets: LocksetResult::empty(),
+        races: RaceResult {
+            accesses: Vec::new(),
+            races: Vec::new(),
+            truncated: false,
+        },
+        imprecision,
+        verdict: Verdict::Unknown,
+        phases,
+    }
+}
+
+/// The combined verdict: `race` on a must-race nothing casts doubt on, `no-race` when no race
+/// at all and nothing may hide one, `unknown` otherwise (DESIGN.md, "verdict"). Must-races that
+/// an imprecision casts doubt on are reported as may-races.
+fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision]) -> Verdict {
+    let blocks_race = imprecision.iter().any(|i| i.blocks_race);
+    let blocks_no_race = imprecision.iter().any(|i| i.blocks_no_race);
+    if blocks_race {
+        for r in &mut races.races {
+            if r.confidence == Confidence::Must {
+                r.confidence = Confidence::May;
+                r.reasons = vec!["the program synchronises in ways the analysis does not model"];
+            }
+        }
+    }
+    if races.races.iter().any(|r| r.confidence == Confidence::Must) {
+        Verdict::Race
+    } else if races.races.is_empty() && !blocks_no_race {
+        Verdict::NoRace
+    } else {
+        Verdict::Unknown
+    }
+}
+
+/// Constructs of the reachable program the analysis does not model fully.
+fn features<'p, B: Backend<'p>>(
+    program: &Program,
+    roles: &Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+    locksets: &LocksetResult,
+) -> Vec<Imprecision> {
+    let mut out = Vec::new();
+    for u in &program.unsupported {
+        out.push(Imprecision {
+            reason: format!("{} is not modelled", u.what),
+            loc: Some(u.loc),
+            blocks_race: false,
+            blocks_no_race: true,
+        });
+    }
+    let mut spin_checked = rustc_hash::FxHashSet::default();
+    for tc in &graph.contexts {
+        for c in tc.ids() {
+            let func = tc.ctx(c).func;
+            let Some(cfg) = &program.function(func).body else {
+                continue;
+            };
+            if spin_checked.insert(func)
+                && let Some(loc) = spin_wait(program, roles, func) {
+                    out.push(Imprecision {
+                        reason: "busy-waiting loop: threads may be ordered through shared flags"
+                            .into(),
+                        loc: Some(loc),
+                        blocks_race: true,
+                        blocks_no_race: false,
+                    });
+                }
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                if !locksets.reachable(tc.thread, c, e.src) {
+                    continue;
+                }
+                let Op::Call { callee, .. } = &e.op else {
+                    continue;
+                };
+                match callee {
+                    Callee::Direct(f) => {
+                        let (reason, blocks_race, blocks_no_race) = match roles.get(*f) {
+                            Some(Role::CondWait { .. }) | Some(Role::CondSignal { .. }) => {
+                                ("condition variables order threads", true, false)
+                            }
+                            Some(Role::BarrierWait { .. }) => {
+                                ("barriers order threads", true, false)
+                            }
+                            Some(Role::NonlocalJump { .. }) => (
+                                "setjmp/longjmp jump where the control-flow graph does not",
+                                true,
+                                true,
+                            ),
+                            Some(Role::SemWait { .. }) | Some(Role::SemPost { .. }) => {
+                                ("semaphores order and exclude threads", true, true)
+                            }
+                            Some(Role::ThreadCreate { .. }) => {
+                                let site = crate::context::CallSite {
+                                    func,
+                                    edge: crate::ir::EdgeId(ei as u32),
+                                };
+                                if graph.created_at(site).next().is_none() {
+                                    ("a thread whose entry function is unknown", false, true)
+                                } else {
+                                    continue;
+                                }
+                            }
+                            _ => continue,
+                        };
+                        out.push(Imprecision {
+                            reason: reason.into(),
+                            loc: Some(e.loc),
+                            blocks_race,
+                            blocks_no_race,
+                        });
+                    }
+                    Callee::Indirect(fp) => {
+                        let ctx = tc.context(c, crate::ir::EdgeId(ei as u32));
+                        if backend.functions(&ctx, fp).funcs.is_empty() {
+                            out.push(Imprecision {
+                                reason: "a call through a function pointer with no known target"
+                                    .into(),
+                                loc: Some(e.loc),
+                                blocks_race: false,
+                                blocks_no_race: true,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Keep one entry per reason and place (sorted later).
+    out
+}
+
+/// The first busy-waiting loop of a function: a cycle whose only effects are tests (of shared
+/// memory or through atomic calls), local assignments, and calls without memory effects.
+fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
+    let cfg = program.function(func).body.as_ref()?;
+    let in_loop = crate::threads::loop_nodes(cfg);
+    let mut g: petgraph::graph::DiGraph<(), usize> = petgraph::graph::DiGraph::new();
+    for _ in 0..cfg.nodes.len() {
+        g.add_node(());
+    }
+    for (i, e) in cfg.edges.iter().enumerate() {
+        if in_loop[e.src.0 as usize] && in_loop[e.dst.0 as usize] {
+            g.add_edge(
+                petgraph::graph::NodeIndex::new(e.src.0 as usize),
+                petgraph::graph::NodeIndex::new(e.dst.0 as usize),
+                i,
+            );
+        }
+    }
+    for scc in petgraph::algo::tarjan_scc(&g) {
+        let nodes: rustc_hash::FxHashSet<usize> = scc.iter().map(|n| n.index()).collect();
+        let inner: Vec<&crate::ir::Edge> = cfg
+            .edges
+            .iter()
+            .filter(|e| nodes.contains(&(e.src.0 as usize)) && nodes.contains(&(e.dst.0 as usize)))
+            .collect();
+        if inner.is_empty() {
+            continue;
+        }
+        let mut reads_shared = false;
+        let quiet = inner.iter().all(|e| match &e.op {
+            Op::Skip => true,
+            Op::Assume { cond, .. } => {
+                crate::ir::visit::walk_expr(cond, &mut |x| {
+                    if let crate::ir::ExprKind::Load(lv) = &x.kind
+                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_))) {
+                            reads_shared = true;
+                        }
+                });
+                true
+            }
+            Op::Assign { lhs, rhs } => {
+                crate::ir::visit::walk_expr(rhs, &mut |x| {
+                    if let crate::ir::ExprKind::Load(lv) = &x.kind
+                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_))) {
+                            reads_shared = true;
+                        }
+                });
+                matches!(lhs.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
+            }
+            Op::Call {
+                callee: Callee::Direct(f),
+                dest,
+                ..
+            } => {
+                let ok = match roles.get(*f) {
+                    Some(Role::Atomic { .. }) => {
+                        reads_shared = true;
+                        true
+                    }
+                    Some(Role::Ignore) | Some(Role::Nondet) => true,
+                    _ => false,
+                };
+                ok && dest.as_ref().is_none_or(|d| {
+                    matches!(d.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
+                })
+            }
+            _ => false,
+        });
+        if quiet && reads_shared {
+            return inner.iter().map(|e| e.loc).min();
+        }
+    }
+    None
+}

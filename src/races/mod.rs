@@ -1,0 +1,554 @@
+//! Race detection (seed 001 §7; conditions as refined in `notes/racerf-goblint.md` §1.3–1.4).
+//!
+//! 1. **Accesses** of every reachable statement of every thread context (the backend's
+//!    `accesses`), each with its must/may lockset and active-threads facts.
+//! 2. **Clusters** by base; a base is a candidate when the access-state machine (seed 001 Fig. 6,
+//!    `notes/racerf-goblint.md` §1.1) ends in SharedMod, or Exclusive of a non-unique thread.
+//!    Accesses through unknown pointers (typed targets) pair with each other and with accesses
+//!    to escaped objects of compatible types.
+//! 3. **Pairs** of a cluster are classified:
+//!    - *may-race*: a write involved, not both atomic, different threads or one non-unique
+//!      thread, overlapping bytes, no lock excludes them (must-locksets, plus locks the parent
+//!      holds for a thread's whole life), may run in parallel;
+//!    - *must-race*: additionally known objects at exact offsets with a single target each,
+//!      certainly parallel (certain paths of certainly created unique threads), and no lock may
+//!      exclude them (may-locksets). Each failed condition is a reason.
+//!
+//!    Objects with one instance per thread (locals, `_Thread_local` variables) race only when
+//!    one side reaches them through a pointer.
+//! 4. **Races** group racing pairs by location: one must entry with every access in a must pair,
+//!    one may entry with the rest.
+
+pub mod escape;
+
+use crate::backend::{
+    AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Target, TypeClass,
+};
+use crate::context::{FnCtxId, ThreadId};
+use crate::ir::types::{CompId, TypeKind, TypeTable};
+use crate::ir::{EdgeId, FuncId, Host, Loc, Program};
+use crate::lockset::{Inherited, LocksAt, LocksetResult, sets_exclude, sets_may_share};
+use crate::mhp::{self, ActiveAt, MhpResult, Point, ThreadFacts};
+use crate::threads::ThreadGraph;
+use escape::Escape;
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+
+/// Pair checks before giving up (the verdict then cannot be `no-race`).
+pub const MAX_PAIR_CHECKS: u64 = 20_000_000;
+
+/// One memory access with what the analyses know at it.
+#[derive(Clone, Debug)]
+pub struct Access<'p> {
+    /// The thread.
+    pub thread: ThreadId,
+    /// Function context in the thread.
+    pub ctx: FnCtxId,
+    /// The statement.
+    pub edge: EdgeId,
+    /// The function containing it.
+    pub func: FuncId,
+    /// What the backend says about it.
+    pub mem: MemAccess<'p>,
+    /// Source location of the statement.
+    pub loc: Loc,
+    /// Locks held.
+    pub locks: LocksAt,
+    /// Active threads.
+    pub active: ActiveAt,
+}
+
+/// How sure a race is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Confidence {
+    /// Certainly a race (under the analyses' assumptions).
+    Must,
+    /// Possibly a race.
+    May,
+}
+
+/// A race: accesses to one location, at least one pair of which races.
+#[derive(Clone, Debug)]
+pub struct Race {
+    /// Must or may.
+    pub confidence: Confidence,
+    /// Indices into [`RaceResult::accesses`]; the first two are a racing pair.
+    pub accesses: Vec<usize>,
+    /// Why the race is only a may-race (empty for must-races), sorted.
+    pub reasons: Vec<&'static str>,
+}
+
+/// The result of race detection.
+#[derive(Clone, Debug)]
+pub struct RaceResult<'p> {
+    /// Every access considered.
+    pub accesses: Vec<Access<'p>>,
+    /// Races, sorted by their first access's location.
+    pub races: Vec<Race>,
+    /// Whether [`MAX_PAIR_CHECKS`] cut the search short.
+    pub truncated: bool,
+}
+
+/// What race detection needs from the earlier phases.
+pub struct Inputs<'a, 'p, B: Backend<'p>> {
+    /// The program.
+    pub program: &'p Program,
+    /// The backend.
+    pub backend: &'a B,
+    /// Threads and contexts.
+    pub graph: &'a ThreadGraph,
+    /// Locksets.
+    pub locksets: &'a LocksetResult,
+    /// Locks inherited from parents, by thread.
+    pub inherited: &'a [Inherited],
+    /// Active threads.
+    pub mhp: &'a MhpResult,
+    /// Per-thread creation facts.
+    pub thread_facts: &'a [ThreadFacts],
+    /// Escaped variables.
+    pub escape: &'a Escape,
+}
+
+/// The classes of sub-objects of each struct/union (for matching typed accesses).
+struct CompContents<'t> {
+    types: &'t TypeTable,
+    memo: FxHashMap<CompId, FxHashSet<TypeClass>>,
+}
+
+impl CompContents<'_> {
+    fn contains(&mut self, c: CompId, k: TypeClass) -> bool {
+        if !self.memo.contains_key(&c) {
+            let mut set = FxHashSet::default();
+            let mut stack = vec![c];
+            let mut seen = FxHashSet::default();
+            while let Some(x) = stack.pop() {
+                if !seen.insert(x) {
+                    continue;
+                }
+                for f in &self.types.comp(x).fields {
+                    let class = TypeClass::of(self.types, f.ty);
+                    set.insert(class);
+                    if let TypeClass::Comp(inner) = class {
+                        stack.push(inner);
+                    }
+                    if let TypeKind::Array { .. } = self.types.kind(f.ty)
+                        && let TypeClass::Comp(inner) = TypeClass::of(self.types, f.ty) {
+                            stack.push(inner);
+                        }
+                }
+            }
+            self.memo.insert(c, set);
+        }
+        self.memo.get(&c).is_some_and(|s| s.contains(&k))
+    }
+
+    /// Whether accesses of classes `a` and `b` may touch the same bytes.
+    fn compatible(&mut self, a: TypeClass, b: TypeClass) -> bool {
+        if a == b || a == TypeClass::Any || b == TypeClass::Any {
+            return true;
+        }
+        match (a, b) {
+            (TypeClass::Comp(c), k) | (k, TypeClass::Comp(c)) => self.contains(c, k),
+            _ => false,
+        }
+    }
+}
+
+/// What decides a pair's outcome: accesses with the same signature race alike.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Signature {
+    thread: ThreadId,
+    kind: AccessKind,
+    atomic: bool,
+    precise: bool,
+    direct: bool,
+    target: Target,
+    class: TypeClass,
+    locks: LocksAt,
+    active: ActiveAt,
+}
+
+/// Runs race detection.
+pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
+    let accesses = collect(inp);
+    let program = inp.program;
+    // Signatures.
+    let mut sig_index: FxHashMap<Signature, usize> = FxHashMap::default();
+    let mut sigs: Vec<(Signature, Vec<usize>)> = Vec::new();
+    for (i, a) in accesses.iter().enumerate() {
+        let direct = matches!(a.mem.site, AccessSite::Lval(lv) if matches!(lv.host, Host::Var(_)));
+        let s = Signature {
+            thread: a.thread,
+            kind: a.mem.kind,
+            atomic: a.mem.atomic,
+            precise: a.mem.precise,
+            direct,
+            target: a.mem.target,
+            class: TypeClass::of(&program.types, a.mem.ty),
+            locks: a.locks.clone(),
+            active: a.active.clone(),
+        };
+        match sig_index.get(&s) {
+            Some(&k) => sigs[k].1.push(i),
+            None => {
+                sig_index.insert(s.clone(), sigs.len());
+                sigs.push((s, vec![i]));
+            }
+        }
+    }
+    // Clusters.
+    let mut by_base: BTreeMap<Base, Vec<usize>> = BTreeMap::new();
+    let mut typed: Vec<usize> = Vec::new();
+    for (k, (s, _)) in sigs.iter().enumerate() {
+        match s.target {
+            Target::Addr(a) => by_base.entry(a.base).or_default().push(k),
+            Target::Typed(_) => typed.push(k),
+        }
+    }
+    let mut checker = Checker {
+        inp,
+        checks: 0,
+        truncated: false,
+    };
+    let mut pairs: Vec<(usize, usize, Confidence, Vec<&'static str>, LocKey)> = Vec::new();
+    for (base, ks) in &by_base {
+        if matches!(base, Base::Str(_)) || !candidate(inp, &sigs, ks) {
+            continue;
+        }
+        for (x, &i) in ks.iter().enumerate() {
+            for &j in &ks[x..] {
+                if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
+                    let key = LocKey::Base(*base, range_of(&sigs[i].0));
+                    pairs.push((i, j, conf, reasons, key));
+                }
+            }
+        }
+    }
+    if !typed.is_empty() {
+        let mut contents = CompContents {
+            types: &program.types,
+            memo: FxHashMap::default(),
+        };
+        let escaped: Vec<usize> = by_base
+            .iter()
+            .filter(|(b, _)| inp.escape.escaped(b))
+            .flat_map(|(_, ks)| ks.iter().copied())
+            .collect();
+        for (x, &i) in typed.iter().enumerate() {
+            let ci = sigs[i].0.class;
+            for &j in typed[x..].iter().chain(&escaped) {
+                if !contents.compatible(ci, sigs[j].0.class) {
+                    continue;
+                }
+                if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
+                    pairs.push((i, j, conf, reasons, LocKey::Typed(ci)));
+                }
+            }
+        }
+    }
+    tracing::info!(
+        accesses = accesses.len(),
+        signatures = sigs.len(),
+        typed = typed.len(),
+        bases = by_base.len(),
+        pairs = pairs.len(),
+        checks = checker.checks,
+        "race detection"
+    );
+    let races = group(&accesses, &sigs, pairs);
+    RaceResult {
+        accesses,
+        races,
+        truncated: checker.truncated,
+    }
+}
+
+/// Where a race is, for grouping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum LocKey {
+    Base(Base, ByteRange),
+    Typed(TypeClass),
+}
+
+fn range_of(s: &Signature) -> ByteRange {
+    match s.target {
+        Target::Addr(a) => a.range,
+        Target::Typed(_) => ByteRange::ALL,
+    }
+}
+
+/// The access-state machine's verdict on a base (seed 001 Fig. 6): some write, and accesses
+/// from two threads or from a non-unique one.
+fn candidate<'p, B: Backend<'p>>(
+    inp: &Inputs<'_, 'p, B>,
+    sigs: &[(Signature, Vec<usize>)],
+    ks: &[usize],
+) -> bool {
+    let mut threads = FxHashSet::default();
+    let mut write = false;
+    let mut non_unique = false;
+    for &k in ks {
+        let s = &sigs[k].0;
+        threads.insert(s.thread);
+        write |= s.kind == AccessKind::Write;
+        non_unique |= !inp.thread_facts[s.thread.0 as usize].unique;
+    }
+    write && (threads.len() >= 2 || non_unique)
+}
+
+struct Checker<'a, 'b, 'p, B: Backend<'p>> {
+    inp: &'a Inputs<'b, 'p, B>,
+    checks: u64,
+    truncated: bool,
+}
+
+impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
+    /// Classifies a pair of signatures: `None` when they cannot race.
+    fn check(&mut self, a: &Signature, b: &Signature) -> Option<(Confidence, Vec<&'static str>)> {
+        if self.checks >= MAX_PAIR_CHECKS {
+            self.truncated = true;
+            return None;
+        }
+        self.checks += 1;
+        let inp = self.inp;
+        let tf = inp.thread_facts;
+        if a.kind == AccessKind::Read && b.kind == AccessKind::Read {
+            return None;
+        }
+        if a.atomic && b.atomic {
+            return None;
+        }
+        if a.thread == b.thread && tf[a.thread.0 as usize].unique {
+            return None;
+        }
+        // Bytes.
+        if let (Target::Addr(x), Target::Addr(y)) = (a.target, b.target) {
+            if x.base != y.base || !x.range.overlaps(&y.range) {
+                return None;
+            }
+            if per_thread(inp.program, &x.base) && a.direct && b.direct {
+                return None;
+            }
+        }
+        // Locks.
+        let inh_a = &inp.inherited[a.thread.0 as usize];
+        let inh_b = &inp.inherited[b.thread.0 as usize];
+        let parent = |t: ThreadId| inp.graph.thread(t).parents.first().copied();
+        // Locks held by the accessing threads, or by their parents for their whole lives
+        // (different parents cannot hold the same lock at the same time).
+        let protected = sets_exclude(&a.locks.must, &b.locks.must)
+            || (parent(b.thread) != Some(a.thread) && sets_exclude(&a.locks.must, &inh_b.must))
+            || (parent(a.thread) != Some(b.thread) && sets_exclude(&b.locks.must, &inh_a.must))
+            || (parent(a.thread) != parent(b.thread) && sets_exclude(&inh_a.must, &inh_b.must));
+        if protected {
+            return None;
+        }
+        if !mhp::may_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
+            return None;
+        }
+        let mut reasons = Vec::new();
+        let exact = |s: &Signature| matches!(s.target, Target::Addr(x) if x.exact);
+        if !matches!(a.target, Target::Addr(_)) || !matches!(b.target, Target::Addr(_)) {
+            reasons.push("access through an unresolved pointer");
+        } else if !exact(a) || !exact(b) {
+            reasons.push("imprecise offset");
+        }
+        if !a.precise || !b.precise {
+            reasons.push("several possible targets");
+        }
+        if let Target::Addr(x) = a.target
+            && matches!(x.base, Base::Heap { .. }) {
+                reasons.push("heap object may stand for several allocations");
+            }
+        if a.thread == b.thread {
+            reasons.push("same non-unique thread");
+        } else if !mhp::must_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
+            reasons.push("not certainly parallel");
+        }
+        if sets_may_share(&a.locks.may, &b.locks.may) {
+            reasons.push("a common lock may be held");
+        }
+        // A lock held while an ancestor created one thread, and taken by the other thread at
+        // any time, may order the accesses.
+        let a_locks = inh_a.ever.union(&inh_a.ancestral);
+        let b_locks = inh_b.ever.union(&inh_b.ancestral);
+        if sets_may_share(&inh_a.ancestral, &b_locks) || sets_may_share(&inh_b.ancestral, &a_locks)
+        {
+            reasons.push("a lock held at a thread creation may order the accesses");
+        }
+        reasons.sort_unstable();
+        reasons.dedup();
+        let conf = if reasons.is_empty() {
+            Confidence::Must
+        } else {
+            Confidence::May
+        };
+        Some((conf, reasons))
+    }
+}
+
+/// Whether each thread has its own instance of the object (a local, a `_Thread_local` global).
+fn per_thread(program: &Program, base: &Base) -> bool {
+    match base {
+        Base::Local { .. } => true,
+        Base::Global(g) => program.global(*g).thread_local,
+        _ => false,
+    }
+}
+
+/// What makes two collected accesses the same (contexts that add nothing are merged).
+type AccessKey = (ThreadId, FuncId, EdgeId, Target, AccessKind, bool, LocksAt, ActiveAt);
+
+/// Collects the accesses of every reachable statement of every thread context.
+fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
+    let program = inp.program;
+    let mut out = Vec::new();
+    let mut seen: FxHashSet<AccessKey> = FxHashSet::default();
+    for tc in &inp.graph.contexts {
+        let thread = tc.thread;
+        for c in tc.ids() {
+            let func = tc.ctx(c).func;
+            let Some(cfg) = &program.function(func).body else {
+                continue;
+            };
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                if !inp.locksets.reachable(thread, c, e.src) {
+                    continue;
+                }
+                let edge = EdgeId(ei as u32);
+                let ctx = tc.context(c, edge);
+                for mem in inp.backend.accesses(&ctx) {
+                    if matches!(mem.target, Target::Addr(a) if matches!(a.base, Base::Str(_))) {
+                        continue;
+                    }
+                    let node = if mem.after_call && inp.locksets.reachable(thread, c, e.dst) {
+                        e.dst
+                    } else {
+                        e.src
+                    };
+                    let Some(locks) = inp.locksets.at(thread, c, node) else {
+                        continue;
+                    };
+                    let active = inp.mhp.at(Point {
+                        thread,
+                        ctx: c,
+                        node,
+                    });
+                    let key = (
+                        thread,
+                        func,
+                        edge,
+                        mem.target,
+                        mem.kind,
+                        mem.atomic,
+                        locks.clone(),
+                        active.clone(),
+                    );
+                    if !seen.insert(key) {
+                        continue;
+                    }
+                    out.push(Access {
+                        thread,
+                        ctx: c,
+                        edge,
+                        func,
+                        mem,
+                        loc: e.loc,
+                        locks,
+                        active,
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Groups racing signature pairs into races by location.
+fn group(
+    accesses: &[Access<'_>],
+    sigs: &[(Signature, Vec<usize>)],
+    pairs: Vec<(usize, usize, Confidence, Vec<&'static str>, LocKey)>,
+) -> Vec<Race> {
+    #[derive(Default)]
+    struct Acc {
+        must_pair: Option<(usize, usize)>,
+        must: FxHashSet<usize>,
+        may_pair: Option<(usize, usize)>,
+        may: FxHashSet<usize>,
+        reasons: FxHashSet<&'static str>,
+    }
+    let mut by_loc: BTreeMap<LocKey, Acc> = BTreeMap::new();
+    for (i, j, conf, reasons, key) in pairs {
+        let g = by_loc.entry(key).or_default();
+        let (mi, mj) = (
+            sigs[i].1[0],
+            sigs[j].1[if i == j && sigs[j].1.len() > 1 { 1 } else { 0 }],
+        );
+        match conf {
+            Confidence::Must => {
+                g.must_pair.get_or_insert((mi, mj));
+                g.must.extend(sigs[i].1.iter().chain(&sigs[j].1));
+            }
+            Confidence::May => {
+                g.may_pair.get_or_insert((mi, mj));
+                g.may.extend(sigs[i].1.iter().chain(&sigs[j].1));
+                g.reasons.extend(reasons);
+            }
+        }
+    }
+    let order = |v: &mut Vec<usize>| {
+        v.sort_by_key(|&i| (accesses[i].loc, accesses[i].mem.kind, accesses[i].thread, i));
+        // One access per location, kind and thread.
+        v.dedup_by_key(|i| (accesses[*i].loc, accesses[*i].mem.kind, accesses[*i].thread));
+    };
+    let mut races = Vec::new();
+    for (_, g) in by_loc {
+        if let Some((a, b)) = g.must_pair {
+            let mut rest: Vec<usize> = g
+                .must
+                .iter()
+                .copied()
+                .filter(|x| *x != a && *x != b)
+                .collect();
+            order(&mut rest);
+            let mut acc = vec![a, b];
+            acc.extend(rest);
+            races.push(Race {
+                confidence: Confidence::Must,
+                accesses: acc,
+                reasons: Vec::new(),
+            });
+        }
+        if let Some((a, b)) = g.may_pair {
+            let extra: Vec<usize> = g
+                .may
+                .iter()
+                .copied()
+                .filter(|x| !g.must.contains(x))
+                .collect();
+            if g.must_pair.is_none() || !extra.is_empty() {
+                let mut rest: Vec<usize> =
+                    extra.into_iter().filter(|x| *x != a && *x != b).collect();
+                order(&mut rest);
+                let mut acc = vec![a, b];
+                acc.extend(rest);
+                let mut reasons: Vec<&'static str> = g.reasons.into_iter().collect();
+                reasons.sort_unstable();
+                races.push(Race {
+                    confidence: Confidence::May,
+                    accesses: acc,
+                    reasons,
+                });
+            }
+        }
+    }
+    races.sort_by_key(|r| {
+        (
+            r.confidence,
+            r.accesses.iter().map(|&i| accesses[i].loc).min(),
+            r.accesses.clone(),
+        )
+    });
+    races
+}

@@ -1,0 +1,443 @@
+//! Threads and the thread-creation graph (seed 001 §5.1, Algorithm 1, lines 7–10).
+//!
+//! A thread is identified by its entry function and its create statement; `main` has none.
+//! Starting from `main`, each thread's reachable create statements (in every function context)
+//! give its children, with entry functions from the backend's `functions` query. The graph is
+//! a petgraph `DiGraph` (parent → child, labelled by the create site).
+//!
+//! A thread is **unique** when it is created at most once: exactly one parent, the parent is
+//! unique and not on a cycle, and the create statement runs at most once per run of the parent
+//! (not in a loop, in a function reached once: a wrapper called from two sites or in a loop makes
+//! it non-unique, as does recursion). Seed 001 §7; `notes/racerf-goblint.md` §1.5 (which RacerF
+//! misses for wrappers).
+
+use crate::backend::Backend;
+use crate::context::{CallSite, Context, FnCtxId, ThreadContexts, ThreadId};
+use crate::ir::{Cfg, EdgeId, FuncId, Op, Program};
+use crate::model::{Role, Roles};
+use petgraph::graph::{DiGraph, NodeIndex};
+use rustc_hash::FxHashMap;
+
+/// Upper bound on the number of threads (a safety net; threads beyond it are not analysed and
+/// the verdict becomes unknown).
+pub const MAX_THREADS: usize = 256;
+
+/// One abstract thread.
+#[derive(Clone, Debug)]
+pub struct Thread {
+    /// Its id (index in [`ThreadGraph::threads`]).
+    pub id: ThreadId,
+    /// Entry function.
+    pub entry: FuncId,
+    /// The create statement (`None` for `main`).
+    pub site: Option<CallSite>,
+    /// Threads that run the create statement.
+    pub parents: Vec<ThreadId>,
+    /// Created at most once (see the module documentation).
+    pub unique: bool,
+    /// The entry is the only function the create statement can start.
+    pub exact_entry: bool,
+    /// Whether the thread lies on a cycle of the creation graph.
+    pub in_cycle: bool,
+    /// Whether an unknown external function may start it (a function pointer passed to code
+    /// we do not see may be called back at any time, from any thread).
+    pub callback: bool,
+}
+
+impl Thread {
+    /// A short human name: `main`, or `entry` plus the create line (`worker@main.c:12`).
+    pub fn name(&self, program: &Program) -> String {
+        let entry = &program.function(self.entry).name;
+        match self.site {
+            None => entry.clone(),
+            Some(site) => {
+                let loc = program
+                    .function(site.func)
+                    .body
+                    .as_ref()
+                    .and_then(|c| c.edges.get(site.edge.0 as usize))
+                    .map(|e| e.loc)
+                    .unwrap_or_default();
+                format!(
+                    "{entry}@{}:{}",
+                    short_file(program.file_name(loc)),
+                    loc.line
+                )
+            }
+        }
+    }
+}
+
+fn short_file(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// The threads of a program, their creation graph and their function contexts.
+#[derive(Debug)]
+pub struct ThreadGraph {
+    /// Threads, `main` first.
+    pub threads: Vec<Thread>,
+    /// The creation graph (node weights are thread ids).
+    pub graph: DiGraph<ThreadId, CallSite>,
+    /// Function contexts of each thread, indexed like `threads`.
+    pub contexts: Vec<ThreadContexts>,
+    /// Whether more threads existed than [`MAX_THREADS`].
+    pub truncated: bool,
+}
+
+/// For each node of a CFG, whether it lies on a cycle (a loop).
+pub fn loop_nodes(cfg: &Cfg) -> Vec<bool> {
+    let mut g: DiGraph<(), ()> = DiGraph::with_capacity(cfg.nodes.len(), cfg.edges.len());
+    for _ in 0..cfg.nodes.len() {
+        g.add_node(());
+    }
+    let mut in_loop = vec![false; cfg.nodes.len()];
+    for e in &cfg.edges {
+        if e.src == e.dst {
+            in_loop[e.src.0 as usize] = true;
+        }
+        g.add_edge(
+            NodeIndex::new(e.src.0 as usize),
+            NodeIndex::new(e.dst.0 as usize),
+            (),
+        );
+    }
+    for scc in petgraph::algo::tarjan_scc(&g) {
+        if scc.len() > 1 {
+            for n in scc {
+                in_loop[n.index()] = true;
+            }
+        }
+    }
+    in_loop
+}
+
+/// How many times something runs per run of a thread: 0, 1, or 2 meaning "possibly more".
+type Mult = u8;
+
+fn mult_add(a: Mult, b: Mult) -> Mult {
+    a.saturating_add(b).min(2)
+}
+
+/// Multiplicity of every function context of a thread.
+fn context_multiplicity(
+    program: &Program,
+    tc: &ThreadContexts,
+    loops: &mut LoopCache,
+) -> Vec<Mult> {
+    let mut mult = vec![0u8; tc.ctxs.len()];
+    let mut incoming: FxHashMap<FnCtxId, FxHashMap<(FnCtxId, EdgeId), Mult>> = FxHashMap::default();
+    // Outgoing calls per context.
+    let mut out: FxHashMap<FnCtxId, Vec<(EdgeId, FnCtxId)>> = FxHashMap::default();
+    for ((c, e), targets) in &tc.calls {
+        for t in targets {
+            out.entry(*c).or_default().push((*e, t.ctx));
+        }
+    }
+    for v in out.values_mut() {
+        v.sort();
+    }
+    mult[tc.entry.0 as usize] = 1;
+    let mut work = vec![tc.entry];
+    while let Some(c) = work.pop() {
+        let m = mult[c.0 as usize];
+        let func = tc.ctx(c).func;
+        let Some(calls) = out.get(&c) else { continue };
+        for &(e, t) in calls {
+            let in_loop = loops.edge_in_loop(program, func, e);
+            let contribution = if in_loop { mult_add(m, m) } else { m };
+            let inc = incoming.entry(t).or_default();
+            inc.insert((c, e), contribution);
+            let total = inc.values().fold(0, |a, &b| mult_add(a, b));
+            if total > mult[t.0 as usize] {
+                mult[t.0 as usize] = total;
+                work.push(t);
+            }
+        }
+    }
+    mult
+}
+
+/// Loop membership of CFG nodes, computed once per function.
+#[derive(Default)]
+struct LoopCache {
+    loops: FxHashMap<FuncId, Vec<bool>>,
+}
+
+impl LoopCache {
+    fn edge_in_loop(&mut self, program: &Program, func: FuncId, edge: EdgeId) -> bool {
+        let Some(cfg) = &program.function(func).body else {
+            return false;
+        };
+        let l = self.loops.entry(func).or_insert_with(|| loop_nodes(cfg));
+        cfg.edges
+            .get(edge.0 as usize)
+            .is_some_and(|e| l.get(e.src.0 as usize).copied().unwrap_or(false))
+    }
+}
+
+impl ThreadGraph {
+    /// Discovers the threads reachable from `main` (seed 001 Algorithm 1, lines 7–10).
+    pub fn build<'p, B: Backend<'p>>(
+        program: &Program,
+        roles: &Roles,
+        backend: &B,
+        main: FuncId,
+        depth: usize,
+    ) -> ThreadGraph {
+        let mut threads = vec![Thread {
+            id: ThreadId::MAIN,
+            entry: main,
+            site: None,
+            parents: Vec::new(),
+            unique: true,
+            exact_entry: true,
+            in_cycle: false,
+            callback: false,
+        }];
+        let mut contexts: Vec<ThreadContexts> = Vec::new();
+        let mut by_key: FxHashMap<(FuncId, CallSite), ThreadId> = FxHashMap::default();
+        // Multiplicity of each create site in each thread: (thread, site) -> mult.
+        let mut site_mult: FxHashMap<(ThreadId, CallSite), Mult> = FxHashMap::default();
+        let mut loops = LoopCache::default();
+        let mut truncated = false;
+        let mut next = 0;
+        while next < threads.len() {
+            let tid = ThreadId(next as u32);
+            let entry = threads[next].entry;
+            let tc = ThreadContexts::build(program, roles, tid, entry, depth, &mut |fctx, e| {
+                let ctx = Context {
+                    thread: tid,
+                    fctx: fctx.clone(),
+                    edge: EdgeId(0),
+                };
+                backend.functions(&ctx, e).funcs
+            });
+            let mult = context_multiplicity(program, &tc, &mut loops);
+            // Create statements in every context, in a deterministic order.
+            let mut creates: Vec<(CallSite, FnCtxId)> = Vec::new();
+            for c in tc.ids() {
+                let func = tc.ctx(c).func;
+                let Some(cfg) = &program.function(func).body else {
+                    continue;
+                };
+                for (ei, e) in cfg.edges.iter().enumerate() {
+                    if let Some(f) = e.op.direct_callee() {
+                        let create = matches!(roles.get(f), Some(Role::ThreadCreate { .. }));
+                        let unknown = roles.get(f).is_none() && program.function(f).body.is_none();
+                        if create || unknown {
+                            creates.push((
+                                CallSite {
+                                    func,
+                                    edge: EdgeId(ei as u32),
+                                },
+                                c,
+                            ));
+                        }
+                    }
+                }
+            }
+            creates.sort();
+            for (site, c) in creates {
+                let in_loop = loops.edge_in_loop(program, site.func, site.edge);
+                let m = mult[c.0 as usize];
+                let m = if in_loop { mult_add(m, m) } else { m };
+                let sm = site_mult.entry((tid, site)).or_insert(0);
+                *sm = mult_add(*sm, m);
+                let (funcs, exact, callback) = match create_entry(program, roles, site) {
+                    Some(entry_expr) => {
+                        let ctx = tc.context(c, site.edge);
+                        let targets = backend.functions(&ctx, entry_expr);
+                        (targets.funcs, targets.exact, false)
+                    }
+                    None => (callbacks(program, site), false, true),
+                };
+                for f in funcs {
+                    if program.function(f).body.is_none() {
+                        continue;
+                    }
+                    let child = match by_key.get(&(f, site)) {
+                        Some(&t) => t,
+                        None => {
+                            if threads.len() >= MAX_THREADS {
+                                truncated = true;
+                                continue;
+                            }
+                            let t = ThreadId(threads.len() as u32);
+                            threads.push(Thread {
+                                id: t,
+                                entry: f,
+                                site: Some(site),
+                                parents: Vec::new(),
+                                unique: !callback,
+                                exact_entry: exact,
+                                in_cycle: false,
+                                callback,
+                            });
+                            by_key.insert((f, site), t);
+                            t
+                        }
+                    };
+                    let th = &mut threads[child.0 as usize];
+                    if !th.parents.contains(&tid) {
+                        th.parents.push(tid);
+                    }
+                }
+            }
+            contexts.push(tc);
+            next += 1;
+        }
+        // The graph and its cycles.
+        let mut graph = DiGraph::new();
+        let nodes: Vec<NodeIndex> = threads.iter().map(|t| graph.add_node(t.id)).collect();
+        for t in &threads {
+            if let Some(site) = t.site {
+                for p in &t.parents {
+                    graph.add_edge(nodes[p.0 as usize], nodes[t.id.0 as usize], site);
+                }
+            }
+        }
+        for scc in petgraph::algo::tarjan_scc(&graph) {
+            let cyclic = scc.len() > 1
+                || scc
+                    .first()
+                    .is_some_and(|n| graph.find_edge(*n, *n).is_some());
+            if cyclic {
+                for n in scc {
+                    threads[graph[n].0 as usize].in_cycle = true;
+                }
+            }
+        }
+        // Uniqueness, parents before children (ids grow along discovery, so parents come first
+        // except on cycles, which are non-unique anyway).
+        for i in 1..threads.len() {
+            let t = &threads[i];
+            let site = t.site;
+            let unique = !t.in_cycle
+                && !t.callback
+                && t.parents.len() == 1
+                && t.parents.iter().all(|p| {
+                    let parent = &threads[p.0 as usize];
+                    parent.unique
+                        && !parent.in_cycle
+                        && site.is_some_and(|s| site_mult.get(&(*p, s)).copied().unwrap_or(0) <= 1)
+                });
+            threads[i].unique = unique;
+        }
+        ThreadGraph {
+            threads,
+            graph,
+            contexts,
+            truncated,
+        }
+    }
+
+    /// The thread behind an id.
+    pub fn thread(&self, t: ThreadId) -> &Thread {
+        &self.threads[t.0 as usize]
+    }
+
+    /// The function contexts of a thread.
+    pub fn contexts(&self, t: ThreadId) -> &ThreadContexts {
+        &self.contexts[t.0 as usize]
+    }
+
+    /// The threads a create statement starts.
+    pub fn created_at(&self, site: CallSite) -> impl Iterator<Item = &Thread> + '_ {
+        self.threads.iter().filter(move |t| t.site == Some(site))
+    }
+
+    /// Whether the thread has a single chain of single parents up to `main` (a tree position).
+    pub fn in_tree(&self, t: ThreadId) -> bool {
+        let mut cur = t;
+        let mut steps = 0;
+        loop {
+            let th = self.thread(cur);
+            if th.in_cycle {
+                return false;
+            }
+            match th.parents.as_slice() {
+                [] => return cur == ThreadId::MAIN,
+                [p] => cur = *p,
+                _ => return false,
+            }
+            steps += 1;
+            if steps > self.threads.len() {
+                return false;
+            }
+        }
+    }
+
+    /// The chain from `main` to `t` (both included) when `t` is [in the tree](Self::in_tree).
+    pub fn ancestry(&self, t: ThreadId) -> Option<Vec<ThreadId>> {
+        if !self.in_tree(t) {
+            return None;
+        }
+        let mut chain = vec![t];
+        let mut cur = t;
+        while let [p] = self.thread(cur).parents.as_slice() {
+            chain.push(*p);
+            cur = *p;
+        }
+        chain.reverse();
+        Some(chain)
+    }
+}
+
+/// The entry-function argument of a create statement (`None` for other calls).
+fn create_entry<'p>(
+    program: &'p Program,
+    roles: &Roles,
+    site: CallSite,
+) -> Option<&'p crate::ir::Expr> {
+    let cfg = program.function(site.func).body.as_ref()?;
+    let Op::Call { callee, args, .. } = &cfg.edges.get(site.edge.0 as usize)?.op else {
+        return None;
+    };
+    match callee {
+        crate::ir::Callee::Direct(f) => match roles.get(*f) {
+            Some(Role::ThreadCreate { entry, .. }) => args.get(*entry),
+            _ => None,
+        },
+        crate::ir::Callee::Indirect(_) => None,
+    }
+}
+
+/// Defined functions a call of an unknown external function receives, directly or in the
+/// static initialiser of a global whose address it receives: it may call them back.
+fn callbacks(program: &Program, site: CallSite) -> Vec<FuncId> {
+    let Some(Op::Call { args, .. }) = program
+        .function(site.func)
+        .body
+        .as_ref()
+        .and_then(|c| c.edges.get(site.edge.0 as usize))
+        .map(|e| &e.op)
+    else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let mut note = |e: &crate::ir::Expr| match &e.kind {
+        crate::ir::ExprKind::Func(f) => out.push(*f),
+        crate::ir::ExprKind::AddrOf(lv) => {
+            if let crate::ir::Host::Var(crate::ir::Var::Global(g)) = lv.host {
+                for item in &program.global(g).init {
+                    if let crate::ir::InitValue::Expr(v) = &item.value {
+                        crate::ir::visit::walk_expr(v, &mut |x| {
+                            if let crate::ir::ExprKind::Func(f) = x.kind {
+                                out.push(f);
+                            }
+                        });
+                    }
+                }
+            }
+        }
+        _ => {}
+    };
+    for a in args {
+        crate::ir::visit::walk_expr(a, &mut note);
+    }
+    out.retain(|f| program.function(*f).body.is_some());
+    out.sort();
+    out.dedup();
+    out
+}
