@@ -151,9 +151,10 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             Op::Assume { cond, .. } => {
                 crate::ir::visit::walk_expr(cond, &mut |x| {
                     if let ExprKind::Load(lv) = &x.kind
-                        && let Some(l) = local_of(lv) {
-                            tested_at.entry(l).or_default().insert(e.src);
-                        }
+                        && let Some(l) = local_of(lv)
+                    {
+                        tested_at.entry(l).or_default().insert(e.src);
+                    }
                 });
             }
             _ => {}
@@ -161,9 +162,10 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         crate::ir::visit::op_exprs(&e.op, &mut |x| {
             crate::ir::visit::walk_expr(x, &mut |y| {
                 if let ExprKind::AddrOf(lv) = &y.kind
-                    && let Host::Var(Var::Local(l)) = lv.host {
-                        addr_taken.insert(l);
-                    }
+                    && let Host::Var(Var::Local(l)) = lv.host
+                {
+                    addr_taken.insert(l);
+                }
             })
         });
     }
@@ -365,11 +367,10 @@ impl Analysis for ActiveThreads<'_> {
                 }
             }
             Op::Assign { lhs, .. } => self.forget_key(&mut f, func, lhs),
-            Op::Assume { cond, .. }
-                if f.certain => {
-                    let free = self.free_of(func).clone();
-                    f.certain = free_condition(self.program, &free, cond);
-                }
+            Op::Assume { cond, .. } if f.certain => {
+                let free = self.free_of(func).clone();
+                f.certain = free_condition(self.program, &free, cond);
+            }
             _ => {}
         }
         out.push(f);

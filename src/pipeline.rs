@@ -255,15 +255,15 @@ fn features<'p, B: Backend<'p>>(
                 continue;
             };
             if spin_checked.insert(func)
-                && let Some(loc) = spin_wait(program, roles, func) {
-                    out.push(Imprecision {
-                        reason: "busy-waiting loop: threads may be ordered through shared flags"
-                            .into(),
-                        loc: Some(loc),
-                        blocks_race: true,
-                        blocks_no_race: false,
-                    });
-                }
+                && let Some(loc) = spin_wait(program, roles, func)
+            {
+                out.push(Imprecision {
+                    reason: "busy-waiting loop: threads may be ordered through shared flags".into(),
+                    loc: Some(loc),
+                    blocks_race: true,
+                    blocks_no_race: false,
+                });
+            }
             for (ei, e) in cfg.edges.iter().enumerate() {
                 if !locksets.reachable(tc.thread, c, e.src) {
                     continue;
@@ -362,18 +362,20 @@ fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
             Op::Assume { cond, .. } => {
                 crate::ir::visit::walk_expr(cond, &mut |x| {
                     if let crate::ir::ExprKind::Load(lv) = &x.kind
-                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_))) {
-                            reads_shared = true;
-                        }
+                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
+                    {
+                        reads_shared = true;
+                    }
                 });
                 true
             }
             Op::Assign { lhs, rhs } => {
                 crate::ir::visit::walk_expr(rhs, &mut |x| {
                     if let crate::ir::ExprKind::Load(lv) = &x.kind
-                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_))) {
-                            reads_shared = true;
-                        }
+                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
+                    {
+                        reads_shared = true;
+                    }
                 });
                 matches!(lhs.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
             }

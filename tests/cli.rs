@@ -167,7 +167,10 @@ fn check_succeeds_and_json_has_the_contract_keys() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let races = v["races"].as_array().expect("races list");
     // Exit code 1 exactly when races are reported.
-    assert_eq!(out.status.code(), Some(if races.is_empty() { 0 } else { 1 }));
+    assert_eq!(
+        out.status.code(),
+        Some(if races.is_empty() { 0 } else { 1 })
+    );
     assert!(["race", "no-race", "unknown"].contains(&v["verdict"].as_str().unwrap_or("")));
     assert!(v["imprecision"].is_array());
     assert!(v["stats"]["phases"].is_array());
@@ -176,7 +179,9 @@ fn check_succeeds_and_json_has_the_contract_keys() {
         for a in r["accesses"].as_array().expect("accesses") {
             assert!(a["file"].is_string() && a["line"].is_u64() && a["column"].is_u64());
             assert!(["read", "write"].contains(&a["kind"].as_str().unwrap_or("")));
-            assert!(a["thread"].is_string() && a["lockset"].is_array() && a["call_chain"].is_array());
+            assert!(
+                a["thread"].is_string() && a["lockset"].is_array() && a["call_chain"].is_array()
+            );
         }
     }
 }
@@ -284,4 +289,112 @@ fn preprocessed_files_skip_the_preprocessor() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("syntax error"));
     assert!(Path::new("tests/fixtures/bad/preprocessed_error.i").exists());
+}
+
+#[test]
+fn racy_program_shows_both_accesses_threads_and_locksets() {
+    let out = racedar()
+        .args(["check", "tests/fixtures/races/simple_lock.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.ends_with("warning: data race on 'glob' (must) [racedar/data-race]"),
+        "{text}"
+    );
+    // Both accesses, both threads, both locksets.
+    assert!(text.contains("simple_lock.c:10:3: note: write of 'glob' in thread worker@simple_lock.c:17 holding locks {m}"), "{text}");
+    assert!(
+        text.contains("simple_lock.c:18:3: note: write of 'glob' in thread main holding no lock"),
+        "{text}"
+    );
+}
+
+#[test]
+fn race_free_program_exits_0() {
+    let out = racedar()
+        .args(["check", "tests/fixtures/races/both_locked.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("racedar: no data race"));
+}
+
+#[test]
+fn fail_on_must_ignores_may_races() {
+    let out = racedar()
+        .args([
+            "check",
+            "--fail-on",
+            "must",
+            "tests/fixtures/races/created_in_loop.c",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let out = racedar()
+        .args(["check", "tests/fixtures/races/created_in_loop.c"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn user_models_extend_the_shipped_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path().join("own_lock.c");
+    std::fs::write(
+        &src,
+        "#include <pthread.h>\nint g;\npthread_mutex_t m;\n\
+         extern void my_lock(pthread_mutex_t *); extern void my_unlock(pthread_mutex_t *);\n\
+         void *t(void *a) { my_lock(&m); g++; my_unlock(&m); return 0; }\n\
+         int main(void) { pthread_t x; pthread_create(&x, 0, t, 0); my_lock(&m); g++; my_unlock(&m); return 0; }\n",
+    )
+    .expect("write");
+    // Unknown to the shipped model: the accesses race.
+    let out = racedar()
+        .args(["check", "--format", "json", &src.to_string_lossy()])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["verdict"], "race");
+    // Declared as a lock and an unlock: protected.
+    let model = dir.path().join("model.toml");
+    std::fs::write(
+        &model,
+        "[[function]]\nname = \"my_lock\"\nrole = \"lock\"\nlock = 0\n\n\
+         [[function]]\nname = \"my_unlock\"\nrole = \"unlock\"\nlock = 0\n",
+    )
+    .expect("write");
+    let out = racedar()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "--config",
+            &model.to_string_lossy(),
+            &src.to_string_lossy(),
+        ])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["verdict"], "no-race");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[function]]\nname = 1\n").expect("write");
+    let out = racedar()
+        .args([
+            "check",
+            "--config",
+            &bad.to_string_lossy(),
+            &src.to_string_lossy(),
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("bad.toml:1: error: invalid concurrency model")
+    );
 }

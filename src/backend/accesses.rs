@@ -22,8 +22,8 @@ pub trait Resolver<'p> {
     /// Where the object designated by `lv` is (several targets when ambiguous).
     fn lval_targets(&self, lv: &'p Lval) -> Vec<Target>;
     /// Where the object `p` points to is: the bytes from the pointed-to address to the end of
-    /// its object.
-    fn pointee_targets(&self, p: &'p Expr) -> Vec<Target>;
+    /// its object, or (`sized`) exactly one object of `p`'s pointee type.
+    fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target>;
 }
 
 /// Whether an lvalue is accessed atomically (its type, or an enclosing object's, is `_Atomic`).
@@ -88,16 +88,16 @@ pub fn statement_accesses<'p>(
                         let load = name.contains("load");
                         let store = name.contains("store") || name.contains("clear");
                         if !store {
-                            acc.pointee(p, AccessKind::Read, true);
+                            acc.pointee(p, AccessKind::Read, true, true);
                         }
                         if !load {
-                            acc.pointee(p, AccessKind::Write, true);
+                            acc.pointee(p, AccessKind::Write, true, true);
                         }
                     }
                 }
                 Some(Role::Free { ptr }) | Some(Role::Realloc { ptr }) => {
                     if let Some(p) = args.get(*ptr) {
-                        acc.pointee(p, AccessKind::Write, false);
+                        acc.pointee(p, AccessKind::Write, false, false);
                     }
                 }
                 Some(Role::Access {
@@ -114,12 +114,12 @@ pub fn statement_accesses<'p>(
                     };
                     for &i in reads {
                         if let Some(p) = pointer_arg(i) {
-                            acc.pointee(p, AccessKind::Read, false);
+                            acc.pointee(p, AccessKind::Read, false, false);
                         }
                     }
                     for &i in writes {
                         if let Some(p) = pointer_arg(i) {
-                            acc.pointee(p, AccessKind::Write, false);
+                            acc.pointee(p, AccessKind::Write, false, false);
                         }
                     }
                     for (from, kind) in [
@@ -129,7 +129,7 @@ pub fn statement_accesses<'p>(
                         if let Some(from) = from {
                             for i in *from..args.len() {
                                 if let Some(p) = pointer_arg(i) {
-                                    acc.pointee(p, kind, false);
+                                    acc.pointee(p, kind, false, false);
                                 }
                             }
                         }
@@ -173,7 +173,7 @@ pub fn statement_accesses<'p>(
                         } else {
                             AccessKind::Write
                         };
-                        acc.pointee(a, kind, false);
+                        acc.pointee(a, kind, false, false);
                     }
                 }
                 _ => {}
@@ -252,7 +252,7 @@ impl<'p> Collector<'_, 'p> {
     }
 
     /// An access to the object `p` points to (through a library call).
-    fn pointee(&mut self, p: &'p Expr, kind: AccessKind, atomic: bool) {
+    fn pointee(&mut self, p: &'p Expr, kind: AccessKind, atomic: bool, sized: bool) {
         let ty: TypeId = self
             .program
             .types
@@ -260,7 +260,7 @@ impl<'p> Collector<'_, 'p> {
             .or_else(|| self.program.types.pointee(p.ty))
             .unwrap_or(self.program.types.common.void);
         let atomic = atomic || self.program.types.quals(ty).contains(Quals::ATOMIC);
-        let targets = self.r.pointee_targets(p);
+        let targets = self.r.pointee_targets(p, sized);
         let precise = targets.len() <= 1;
         for target in targets {
             self.out.push(MemAccess {

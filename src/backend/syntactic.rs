@@ -263,16 +263,30 @@ impl<'p> Resolver<'p> for At<'p> {
         }
     }
 
-    fn pointee_targets(&self, p: &'p Expr) -> Vec<Target> {
+    fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target> {
         match resolve_pointer(self.program, self.thread, self.func, p) {
-            Some((base, off, _)) => vec![Target::Addr(Address {
-                base,
-                range: ByteRange {
-                    lo: off,
-                    hi: u64::MAX,
-                },
-                exact: false,
-            })],
+            Some((base, off, exact)) => {
+                let types = &self.program.types;
+                let size = types
+                    .pointee(strip_casts(p).ty)
+                    .and_then(|t| types.size_of(t))
+                    .filter(|_| sized && exact);
+                vec![Target::Addr(match size {
+                    Some(n) => Address {
+                        base,
+                        range: ByteRange::sized(off, n),
+                        exact: true,
+                    },
+                    None => Address {
+                        base,
+                        range: ByteRange {
+                            lo: off,
+                            hi: u64::MAX,
+                        },
+                        exact: false,
+                    },
+                })]
+            }
             None => {
                 let ty = self
                     .program

@@ -60,26 +60,26 @@ impl Escape {
                     args,
                     dest,
                 } = &e.op
-                    && let Some(role) = roles.get(*g) {
-                        let keep = non_escaping_args(role, args.len());
-                        for (i, a) in args.iter().enumerate() {
-                            if keep.contains(&i) {
-                                // Only the expressions computing the address escape.
-                                if let ExprKind::AddrOf(lv) = &crate::ir::visit::strip_casts(a).kind
-                                {
-                                    crate::ir::visit::walk_lval(lv, &mut |x| {
-                                        esc.note_one(Some(func), x)
-                                    });
-                                    continue;
-                                }
+                    && let Some(role) = roles.get(*g)
+                {
+                    let keep = non_escaping_args(role, args.len());
+                    for (i, a) in args.iter().enumerate() {
+                        if keep.contains(&i) {
+                            // Only the expressions computing the address escape.
+                            if let ExprKind::AddrOf(lv) = &crate::ir::visit::strip_casts(a).kind {
+                                crate::ir::visit::walk_lval(lv, &mut |x| {
+                                    esc.note_one(Some(func), x)
+                                });
+                                continue;
                             }
-                            esc.note_expr(Some(func), a);
                         }
-                        if let Some(d) = dest {
-                            crate::ir::visit::walk_lval(d, &mut |x| esc.note_one(Some(func), x));
-                        }
-                        continue;
+                        esc.note_expr(Some(func), a);
                     }
+                    if let Some(d) = dest {
+                        crate::ir::visit::walk_lval(d, &mut |x| esc.note_one(Some(func), x));
+                    }
+                    continue;
+                }
                 op_exprs(&e.op, &mut |x| esc.note_one(Some(func), x));
             }
         }

@@ -132,9 +132,10 @@ impl CompContents<'_> {
                         stack.push(inner);
                     }
                     if let TypeKind::Array { .. } = self.types.kind(f.ty)
-                        && let TypeClass::Comp(inner) = TypeClass::of(self.types, f.ty) {
-                            stack.push(inner);
-                        }
+                        && let TypeClass::Comp(inner) = TypeClass::of(self.types, f.ty)
+                    {
+                        stack.push(inner);
+                    }
                 }
             }
             self.memo.insert(c, set);
@@ -357,9 +358,10 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             reasons.push("several possible targets");
         }
         if let Target::Addr(x) = a.target
-            && matches!(x.base, Base::Heap { .. }) {
-                reasons.push("heap object may stand for several allocations");
-            }
+            && matches!(x.base, Base::Heap { .. })
+        {
+            reasons.push("heap object may stand for several allocations");
+        }
         if a.thread == b.thread {
             reasons.push("same non-unique thread");
         } else if !mhp::must_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
@@ -397,7 +399,16 @@ fn per_thread(program: &Program, base: &Base) -> bool {
 }
 
 /// What makes two collected accesses the same (contexts that add nothing are merged).
-type AccessKey = (ThreadId, FuncId, EdgeId, Target, AccessKind, bool, LocksAt, ActiveAt);
+type AccessKey = (
+    ThreadId,
+    FuncId,
+    EdgeId,
+    Target,
+    AccessKind,
+    bool,
+    LocksAt,
+    ActiveAt,
+);
 
 /// Collects the accesses of every reachable statement of every thread context.
 fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
@@ -481,10 +492,15 @@ fn group(
     let mut by_loc: BTreeMap<LocKey, Acc> = BTreeMap::new();
     for (i, j, conf, reasons, key) in pairs {
         let g = by_loc.entry(key).or_default();
-        let (mi, mj) = (
+        let (mut mi, mut mj) = (
             sigs[i].1[0],
             sigs[j].1[if i == j && sigs[j].1.len() > 1 { 1 } else { 0 }],
         );
+        // The write first, then source order.
+        let rank = |x: usize| (accesses[x].mem.kind != AccessKind::Write, accesses[x].loc);
+        if rank(mj) < rank(mi) {
+            std::mem::swap(&mut mi, &mut mj);
+        }
         match conf {
             Confidence::Must => {
                 g.must_pair.get_or_insert((mi, mj));

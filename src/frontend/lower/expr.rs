@@ -1017,7 +1017,10 @@ impl Lower<'_> {
     }
 
     /// Result type of a call expression, without lowering it.
-    fn call_result_type(&mut self, c: &Node<ast::CallExpression>) -> LResult<Option<TypeId>> {
+    pub(super) fn call_result_type(
+        &mut self,
+        c: &Node<ast::CallExpression>,
+    ) -> LResult<Option<TypeId>> {
         if let ast::Expression::Identifier(id) = &c.node.callee.node
             && self.lookup(&id.node.name).is_none()
         {

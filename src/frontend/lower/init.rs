@@ -113,10 +113,15 @@ impl Lower<'_> {
         if let (true, InitRef::Expr(e)) = (simple, init) {
             let lv = Lval::var(Var::Local(t), ty);
             if let ast::Expression::Call(c) = &e.node {
-                let v = self.call(c, super::expr::CallDest::Temp, loc)?;
-                let v = self.value_of(v);
-                let v = convert(self.types(), v, ty);
-                self.emit(Op::Assign { lhs: lv, rhs: v }, loc)?;
+                let target = self.types().unqualified(ty);
+                if self.call_result_type(c)? == Some(target) {
+                    self.call(c, super::expr::CallDest::Into(lv), loc)?;
+                } else {
+                    let v = self.call(c, super::expr::CallDest::Temp, loc)?;
+                    let v = self.value_of(v);
+                    let v = convert(self.types(), v, ty);
+                    self.emit(Op::Assign { lhs: lv, rhs: v }, loc)?;
+                }
             } else {
                 let v = self.rvalue(e)?;
                 let v = convert(self.types(), v, ty);

@@ -1,0 +1,149 @@
+//! Race fixtures with inline expectations (`tests/fixtures/races/README.md` documents the marks):
+//! each file is analysed with the syntactic backend and every mark is checked against the
+//! report.
+
+use racedar::frontend::{self, FrontendOptions};
+use racedar::pipeline::{self, AnalysisOptions};
+use racedar::report::Report;
+use racedar::stats::RunStats;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Expectations read from a fixture.
+#[derive(Default, Debug)]
+struct Expect {
+    verdict: Option<String>,
+    context_depth: Option<usize>,
+    must: BTreeSet<u32>,
+    reported: BTreeSet<u32>,
+    not_must: BTreeSet<u32>,
+    not_reported: BTreeSet<u32>,
+}
+
+fn expectations(src: &str) -> Expect {
+    let mut e = Expect::default();
+    for (i, line) in src.lines().enumerate() {
+        let n = i as u32 + 1;
+        let Some(comment) = line.split("//").nth(1) else {
+            continue;
+        };
+        let words: Vec<&str> = comment.split_whitespace().collect();
+        if let Some(v) = comment.trim().strip_prefix("VERDICT:") {
+            e.verdict = Some(v.trim().to_string());
+            continue;
+        }
+        if let Some(a) = comment.trim().strip_prefix("ARGS:") {
+            let a: Vec<&str> = a.split_whitespace().collect();
+            if let ["--context-depth", d] = a.as_slice() {
+                e.context_depth = d.parse().ok();
+            }
+            continue;
+        }
+        for w in words {
+            match w {
+                "RACE" => {
+                    e.must.insert(n);
+                }
+                "MAYRACE" => {
+                    e.reported.insert(n);
+                }
+                "NOMUST" => {
+                    e.not_must.insert(n);
+                }
+                "NORACE" => {
+                    e.not_reported.insert(n);
+                }
+                _ => {}
+            }
+        }
+    }
+    e
+}
+
+fn check_fixture(path: &Path) -> Vec<String> {
+    let rel = path
+        .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+        .expect("fixture under the manifest dir")
+        .to_path_buf();
+    let src = std::fs::read_to_string(path).expect("readable fixture");
+    let exp = expectations(&src);
+    let (program, _) = frontend::load(&[rel.clone()], &FrontendOptions::default())
+        .unwrap_or_else(|e| panic!("{} does not lower: {e}", rel.display()));
+    let opts = AnalysisOptions {
+        context_depth: exp.context_depth.unwrap_or(1),
+        ..Default::default()
+    };
+    let roles = opts.model.classify(&program);
+    let analysis = pipeline::analyse(&program, &roles, &opts);
+    let report = Report::build(&analysis, RunStats::default());
+    let mut must_lines = BTreeSet::new();
+    let mut any_lines = BTreeSet::new();
+    for r in &report.races {
+        for a in &r.accesses {
+            any_lines.insert(a.line);
+            if r.confidence == "must" {
+                must_lines.insert(a.line);
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    let name = rel.display();
+    if let Some(v) = &exp.verdict {
+        let got = serde_json::to_value(report.verdict).expect("verdict serialises");
+        if got.as_str() != Some(v.as_str()) {
+            problems.push(format!("{name}: verdict {got}, expected {v}"));
+        }
+    }
+    for l in &exp.must {
+        if !must_lines.contains(l) {
+            problems.push(format!("{name}:{l}: expected in a must race"));
+        }
+    }
+    for l in &exp.reported {
+        if !any_lines.contains(l) {
+            problems.push(format!("{name}:{l}: expected in some race"));
+        }
+    }
+    for l in &exp.not_must {
+        if must_lines.contains(l) {
+            problems.push(format!("{name}:{l}: reported in a must race"));
+        }
+    }
+    for l in &exp.not_reported {
+        if any_lines.contains(l) {
+            problems.push(format!("{name}:{l}: reported, expected no race"));
+        }
+    }
+    if !problems.is_empty() {
+        problems.push(format!("{name}: report was {}", report.to_json()));
+    }
+    problems
+}
+
+#[test]
+fn race_fixtures_meet_their_expectations() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/races");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixture dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 20, "too few fixtures: {}", files.len());
+    let mut problems = Vec::new();
+    for f in &files {
+        let src = std::fs::read_to_string(f).expect("readable");
+        let e = expectations(&src);
+        assert!(
+            e.verdict.is_some()
+                && !(e.must.is_empty()
+                    && e.reported.is_empty()
+                    && e.not_reported.is_empty()
+                    && e.not_must.is_empty()),
+            "{} has no expectations",
+            f.display()
+        );
+        problems.extend(check_fixture(f));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
