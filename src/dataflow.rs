@@ -10,8 +10,9 @@
 //! entry fact and its exit facts are its summary for that fact, so facts of different callers
 //! never mix. Call strings ([`crate::context`]) give the context sensitivity on top.
 //!
-//! When a program point collects more than [`MAX_FACTS`] facts, further facts are folded into
-//! one over-approximating fact with [`Analysis::merge`], which bounds the work.
+//! When a program point collects more than [`MAX_FACTS`] facts, or a callee context more than
+//! [`MAX_ENTRY_FACTS`] entry facts, further facts are folded into one over-approximating fact
+//! with [`Analysis::merge`], which bounds the work.
 
 use crate::context::{CallTarget, FnCtxId, ThreadContexts};
 use crate::ir::{Edge, EdgeId, NodeId, Program};
@@ -21,6 +22,9 @@ use std::hash::Hash;
 
 /// Facts per program point before merging.
 pub const MAX_FACTS: usize = 16;
+
+/// Entry facts per callee context before merging (each costs one analysis of the callee).
+pub const MAX_ENTRY_FACTS: usize = 4;
 
 /// A disjunctive dataflow analysis over one thread.
 pub trait Analysis {
@@ -122,6 +126,10 @@ struct Solver<'a, A: Analysis> {
     /// Merged fact per over-full program point.
     widened: FxHashMap<(FnCtxId, NodeId), FactId>,
     summaries: FxHashMap<(FnCtxId, FactId), SmallVec<[FactId; 2]>>,
+    /// Entry facts each callee context is analysed with.
+    entries: FxHashMap<FnCtxId, SmallVec<[FactId; 4]>>,
+    /// Merged entry fact of contexts over [`MAX_ENTRY_FACTS`].
+    entry_widened: FxHashMap<FnCtxId, FactId>,
     /// Callers waiting on a callee (context, entry fact): (caller ctx, caller entry fact, call
     /// edge index, target).
     callers: FxHashMap<(FnCtxId, FactId), Vec<Caller>>,
@@ -145,6 +153,8 @@ pub fn solve<A: Analysis>(
         at: FxHashMap::default(),
         widened: FxHashMap::default(),
         summaries: FxHashMap::default(),
+        entries: FxHashMap::default(),
+        entry_widened: FxHashMap::default(),
         callers: FxHashMap::default(),
     };
     let entry_func = tc.ctx(tc.entry).func;
@@ -155,6 +165,12 @@ pub fn solve<A: Analysis>(
         }
     }
     s.run();
+    tracing::debug!(
+        thread = tc.thread.0,
+        facts = s.facts.len(),
+        path_edges = s.seen.len(),
+        "dataflow solved"
+    );
     Solution {
         facts: s.facts,
         at: s.at,
@@ -170,6 +186,34 @@ impl<A: Analysis> Solver<'_, A> {
         self.facts.push(f.clone());
         self.index.insert(f, id);
         id
+    }
+
+    /// The entry fact a callee context is analysed with: `f` itself, or, once the context has
+    /// [`MAX_ENTRY_FACTS`] entry facts, their merge (callers then share its summary).
+    fn entry_fact(&mut self, ctx: FnCtxId, f: A::Fact) -> FactId {
+        let id = self.intern(f);
+        let known = self.entries.entry(ctx).or_default();
+        if known.contains(&id) {
+            return id;
+        }
+        if known.len() < MAX_ENTRY_FACTS {
+            known.push(id);
+            return id;
+        }
+        let mut all: Vec<&A::Fact> = Vec::new();
+        match self.entry_widened.get(&ctx) {
+            Some(w) => all.push(&self.facts[w.0 as usize]),
+            None => all.extend(known.iter().map(|k| &self.facts[k.0 as usize])),
+        }
+        all.push(&self.facts[id.0 as usize]);
+        let merged = self.analysis.merge(&all);
+        let w = self.intern(merged);
+        self.entry_widened.insert(ctx, w);
+        let known = self.entries.entry(ctx).or_default();
+        if !known.contains(&w) {
+            known.push(w);
+        }
+        w
     }
 
     fn propagate(&mut self, ctx: FnCtxId, d1: FactId, node: NodeId, mut d2: FactId) {
@@ -239,7 +283,7 @@ impl<A: Analysis> Solver<'_, A> {
                 for target in targets.iter().copied() {
                     let fact = self.facts[d2.0 as usize].clone();
                     let entry_fact = self.analysis.call_entry(ctx, eid, e, &target, &fact);
-                    let de = self.intern(entry_fact);
+                    let de = self.entry_fact(target.ctx, entry_fact);
                     let callers = self.callers.entry((target.ctx, de)).or_default();
                     let rec = (ctx, d1, eid.0, target);
                     if !callers.contains(&rec) {

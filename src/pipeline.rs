@@ -125,6 +125,11 @@ fn run<'p, B: Backend<'p>>(
         });
     }
     phases.push(("threads", t.elapsed()));
+    tracing::info!(
+        threads = graph.threads.len(),
+        contexts = graph.contexts.iter().map(|c| c.ctxs.len()).sum::<usize>(),
+        "thread-creation graph"
+    );
     let t = Instant::now();
     let mut locksets = LocksetResult::compute(program, roles, &backend, &graph.contexts);
     phases.push(("lockset", t.elapsed()));

@@ -211,16 +211,20 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
         checks: 0,
         truncated: false,
     };
-    let mut pairs: Vec<(usize, usize, Confidence, Vec<&'static str>, LocKey)> = Vec::new();
+    let mut by_loc: BTreeMap<LocKey, LocRaces> = BTreeMap::new();
     for (base, ks) in &by_base {
         if matches!(base, Base::Str(_)) || !candidate(inp, &sigs, ks) {
             continue;
         }
         for (x, &i) in ks.iter().enumerate() {
+            let key = LocKey::Base(*base, range_of(&sigs[i].0));
             for &j in &ks[x..] {
+                let g = by_loc.entry(key).or_default();
+                if g.must.contains(&i) && g.must.contains(&j) {
+                    continue; // nothing new to learn
+                }
                 if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
-                    let key = LocKey::Base(*base, range_of(&sigs[i].0));
-                    pairs.push((i, j, conf, reasons, key));
+                    g.add(i, j, conf, reasons);
                 }
             }
         }
@@ -237,12 +241,18 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
             .collect();
         for (x, &i) in typed.iter().enumerate() {
             let ci = sigs[i].0.class;
+            let key = LocKey::Typed(ci);
             for &j in typed[x..].iter().chain(&escaped) {
                 if !contents.compatible(ci, sigs[j].0.class) {
                     continue;
                 }
+                let g = by_loc.entry(key).or_default();
+                // Races through unresolved pointers are may-races: participation is all.
+                if g.may.contains(&i) && g.may.contains(&j) {
+                    continue;
+                }
                 if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
-                    pairs.push((i, j, conf, reasons, LocKey::Typed(ci)));
+                    g.add(i, j, conf, reasons);
                 }
             }
         }
@@ -252,15 +262,73 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
         signatures = sigs.len(),
         typed = typed.len(),
         bases = by_base.len(),
-        pairs = pairs.len(),
         checks = checker.checks,
         "race detection"
     );
-    let races = group(&accesses, &sigs, pairs);
+    let races = group(&accesses, &sigs, by_loc);
     RaceResult {
         accesses,
         races,
         truncated: checker.truncated,
+    }
+}
+
+/// Why a may-race is not a must-race, as a bit set over [`REASONS`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Reasons(u16);
+
+/// The texts of the [`Reasons`] bits.
+const REASONS: [&str; 8] = [
+    "access through an unresolved pointer",
+    "imprecise offset",
+    "several possible targets",
+    "heap object may stand for several allocations",
+    "same non-unique thread",
+    "not certainly parallel",
+    "a common lock may be held",
+    "a lock held at a thread creation may order the accesses",
+];
+
+impl Reasons {
+    fn add(&mut self, i: usize) {
+        self.0 |= 1 << i;
+    }
+
+    fn texts(self) -> Vec<&'static str> {
+        REASONS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, t)| *t)
+            .collect()
+    }
+}
+
+/// Racing signature pairs of one location.
+#[derive(Default)]
+struct LocRaces {
+    must_pair: Option<(usize, usize)>,
+    must: FxHashSet<usize>,
+    may_pair: Option<(usize, usize)>,
+    may: FxHashSet<usize>,
+    reasons: Reasons,
+}
+
+impl LocRaces {
+    fn add(&mut self, i: usize, j: usize, conf: Confidence, reasons: Reasons) {
+        match conf {
+            Confidence::Must => {
+                self.must_pair.get_or_insert((i, j));
+                self.must.insert(i);
+                self.must.insert(j);
+            }
+            Confidence::May => {
+                self.may_pair.get_or_insert((i, j));
+                self.may.insert(i);
+                self.may.insert(j);
+                self.reasons.0 |= reasons.0;
+            }
+        }
     }
 }
 
@@ -305,7 +373,7 @@ struct Checker<'a, 'b, 'p, B: Backend<'p>> {
 
 impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
     /// Classifies a pair of signatures: `None` when they cannot race.
-    fn check(&mut self, a: &Signature, b: &Signature) -> Option<(Confidence, Vec<&'static str>)> {
+    fn check(&mut self, a: &Signature, b: &Signature) -> Option<(Confidence, Reasons)> {
         if self.checks >= MAX_PAIR_CHECKS {
             self.truncated = true;
             return None;
@@ -347,28 +415,26 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         if !mhp::may_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
             return None;
         }
-        let mut reasons = Vec::new();
+        let mut reasons = Reasons::default();
         let exact = |s: &Signature| matches!(s.target, Target::Addr(x) if x.exact);
         if !matches!(a.target, Target::Addr(_)) || !matches!(b.target, Target::Addr(_)) {
-            reasons.push("access through an unresolved pointer");
+            reasons.add(0);
         } else if !exact(a) || !exact(b) {
-            reasons.push("imprecise offset");
+            reasons.add(1);
         }
         if !a.precise || !b.precise {
-            reasons.push("several possible targets");
+            reasons.add(2);
         }
-        if let Target::Addr(x) = a.target
-            && matches!(x.base, Base::Heap { .. })
-        {
-            reasons.push("heap object may stand for several allocations");
+        if matches!(a.target, Target::Addr(x) if matches!(x.base, Base::Heap { .. })) {
+            reasons.add(3);
         }
         if a.thread == b.thread {
-            reasons.push("same non-unique thread");
+            reasons.add(4);
         } else if !mhp::must_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
-            reasons.push("not certainly parallel");
+            reasons.add(5);
         }
         if sets_may_share(&a.locks.may, &b.locks.may) {
-            reasons.push("a common lock may be held");
+            reasons.add(6);
         }
         // A lock held while an ancestor created one thread, and taken by the other thread at
         // any time, may order the accesses.
@@ -376,11 +442,9 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         let b_locks = inh_b.ever.union(&inh_b.ancestral);
         if sets_may_share(&inh_a.ancestral, &b_locks) || sets_may_share(&inh_b.ancestral, &a_locks)
         {
-            reasons.push("a lock held at a thread creation may order the accesses");
+            reasons.add(7);
         }
-        reasons.sort_unstable();
-        reasons.dedup();
-        let conf = if reasons.is_empty() {
+        let conf = if reasons == Reasons::default() {
             Confidence::Must
         } else {
             Confidence::May
@@ -475,86 +539,63 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
     out
 }
 
-/// Groups racing signature pairs into races by location.
+/// Turns the racing pairs of each location into races: a must entry with every access of a
+/// must pair, a may entry with the accesses only in may pairs.
 fn group(
     accesses: &[Access<'_>],
     sigs: &[(Signature, Vec<usize>)],
-    pairs: Vec<(usize, usize, Confidence, Vec<&'static str>, LocKey)>,
+    by_loc: BTreeMap<LocKey, LocRaces>,
 ) -> Vec<Race> {
-    #[derive(Default)]
-    struct Acc {
-        must_pair: Option<(usize, usize)>,
-        must: FxHashSet<usize>,
-        may_pair: Option<(usize, usize)>,
-        may: FxHashSet<usize>,
-        reasons: FxHashSet<&'static str>,
-    }
-    let mut by_loc: BTreeMap<LocKey, Acc> = BTreeMap::new();
-    for (i, j, conf, reasons, key) in pairs {
-        let g = by_loc.entry(key).or_default();
-        let (mut mi, mut mj) = (
+    // A representative access pair of two signatures: the write first, then source order.
+    let pair = |(i, j): (usize, usize)| {
+        let (mut a, mut b) = (
             sigs[i].1[0],
-            sigs[j].1[if i == j && sigs[j].1.len() > 1 { 1 } else { 0 }],
+            sigs[j].1[usize::from(i == j && sigs[j].1.len() > 1)],
         );
-        // The write first, then source order.
         let rank = |x: usize| (accesses[x].mem.kind != AccessKind::Write, accesses[x].loc);
-        if rank(mj) < rank(mi) {
-            std::mem::swap(&mut mi, &mut mj);
+        if rank(b) < rank(a) {
+            std::mem::swap(&mut a, &mut b);
         }
-        match conf {
-            Confidence::Must => {
-                g.must_pair.get_or_insert((mi, mj));
-                g.must.extend(sigs[i].1.iter().chain(&sigs[j].1));
-            }
-            Confidence::May => {
-                g.may_pair.get_or_insert((mi, mj));
-                g.may.extend(sigs[i].1.iter().chain(&sigs[j].1));
-                g.reasons.extend(reasons);
-            }
-        }
-    }
-    let order = |v: &mut Vec<usize>| {
+        (a, b)
+    };
+    let members = |set: &FxHashSet<usize>, skip: (usize, usize)| {
+        let mut v: Vec<usize> = set
+            .iter()
+            .flat_map(|&k| sigs[k].1.iter().copied())
+            .filter(|&x| x != skip.0 && x != skip.1)
+            .collect();
         v.sort_by_key(|&i| (accesses[i].loc, accesses[i].mem.kind, accesses[i].thread, i));
         // One access per location, kind and thread.
         v.dedup_by_key(|i| (accesses[*i].loc, accesses[*i].mem.kind, accesses[*i].thread));
+        v
     };
     let mut races = Vec::new();
     for (_, g) in by_loc {
-        if let Some((a, b)) = g.must_pair {
-            let mut rest: Vec<usize> = g
-                .must
-                .iter()
-                .copied()
-                .filter(|x| *x != a && *x != b)
-                .collect();
-            order(&mut rest);
+        if let Some(p) = g.must_pair {
+            let (a, b) = pair(p);
             let mut acc = vec![a, b];
-            acc.extend(rest);
+            acc.extend(members(&g.must, (a, b)));
             races.push(Race {
                 confidence: Confidence::Must,
                 accesses: acc,
                 reasons: Vec::new(),
             });
         }
-        if let Some((a, b)) = g.may_pair {
-            let extra: Vec<usize> = g
+        if let Some(p) = g.may_pair {
+            let extra: FxHashSet<usize> = g
                 .may
                 .iter()
                 .copied()
                 .filter(|x| !g.must.contains(x))
                 .collect();
             if g.must_pair.is_none() || !extra.is_empty() {
-                let mut rest: Vec<usize> =
-                    extra.into_iter().filter(|x| *x != a && *x != b).collect();
-                order(&mut rest);
+                let (a, b) = pair(p);
                 let mut acc = vec![a, b];
-                acc.extend(rest);
-                let mut reasons: Vec<&'static str> = g.reasons.into_iter().collect();
-                reasons.sort_unstable();
+                acc.extend(members(&extra, (a, b)));
                 races.push(Race {
                     confidence: Confidence::May,
                     accesses: acc,
-                    reasons,
+                    reasons: g.reasons.texts(),
                 });
             }
         }

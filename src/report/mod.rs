@@ -68,7 +68,17 @@ pub struct RaceReport {
     /// Why the race is only a may-race.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// How many further accesses of the race are not listed (see [`MAX_LISTED_ACCESSES`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub more_accesses: usize,
 }
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Accesses listed per race; the rest are counted in `more_accesses`.
+pub const MAX_LISTED_ACCESSES: usize = 64;
 
 /// The whole report (`--format json` prints it as one object).
 #[derive(Clone, Debug, Serialize)]
@@ -95,6 +105,7 @@ impl Report {
                 let accesses: Vec<AccessReport> = r
                     .accesses
                     .iter()
+                    .take(MAX_LISTED_ACCESSES)
                     .map(|&i| access_report(a, &a.races.accesses[i]))
                     .collect();
                 let location = accesses
@@ -109,6 +120,7 @@ impl Report {
                     location,
                     accesses,
                     reason: (!r.reasons.is_empty()).then(|| r.reasons.join("; ")),
+                    more_accesses: r.accesses.len().saturating_sub(MAX_LISTED_ACCESSES),
                 }
             })
             .collect();

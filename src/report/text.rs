@@ -33,6 +33,13 @@ pub fn render(report: &Report) -> String {
                 describe(a)
             );
         }
+        if race.more_accesses > 0 {
+            let _ = writeln!(
+                out,
+                "{}:{}:{}: note: and {} more access(es)",
+                first.file, first.line, first.column, race.more_accesses
+            );
+        }
         if let Some(reason) = &race.reason {
             let _ = writeln!(
                 out,
