@@ -17,6 +17,15 @@ use smallvec::SmallVec;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadId(pub u32);
 
+impl racedar_domains::Idx for ThreadId {
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+    fn from_index(i: usize) -> Self {
+        ThreadId(i as u32)
+    }
+}
+
 impl ThreadId {
     /// The main thread.
     pub const MAIN: ThreadId = ThreadId(0);
@@ -95,6 +104,8 @@ pub struct ThreadContexts {
     index: FxHashMap<FnCtx, FnCtxId>,
     /// For each call edge (in a context) with analysed callees, those callees.
     pub calls: FxHashMap<(FnCtxId, EdgeId), SmallVec<[CallTarget; 1]>>,
+    /// Length of the call strings.
+    pub depth: usize,
 }
 
 /// Upper bound on function contexts per thread (a safety net for huge programs with deep call
@@ -119,6 +130,7 @@ impl ThreadContexts {
             ctxs: Vec::new(),
             index: FxHashMap::default(),
             calls: FxHashMap::default(),
+            depth,
         };
         let root = FnCtx {
             func: entry,
@@ -196,6 +208,28 @@ impl ThreadContexts {
             }
         }
         tc
+    }
+
+    /// Contexts of `thread` holding only the entry function's.
+    pub fn new(thread: ThreadId, entry: FuncId, depth: usize) -> ThreadContexts {
+        let mut tc = ThreadContexts {
+            thread,
+            entry: FnCtxId(0),
+            ctxs: Vec::new(),
+            index: FxHashMap::default(),
+            calls: FxHashMap::default(),
+            depth,
+        };
+        tc.intern(FnCtx {
+            func: entry,
+            calls: CallString::new(),
+        });
+        tc
+    }
+
+    /// The id of a function context, adding it if new.
+    pub fn intern_ctx(&mut self, c: FnCtx) -> FnCtxId {
+        self.intern(c)
     }
 
     fn intern(&mut self, c: FnCtx) -> FnCtxId {

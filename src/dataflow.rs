@@ -1,310 +1,679 @@
-//! The generic interprocedural fixpoint engine shared by the lockset and active-threads
-//! analyses (after rustc's dataflow framework: an [`Analysis`] gives transfer functions, one
-//! engine solves them).
+//! The generic fixpoint engine shared by the value analysis, the lockset analysis and the
+//! active-threads analysis (after rustc's dataflow framework: an [`Analysis`] gives a domain
+//! and transfer functions, one engine solves them).
 //!
-//! The domain is *disjunctive*: a program point holds a set of facts, one per class of paths
-//! (seed 001 §6.1 forks the lockset analysis per path and per lock candidate; this is the same
-//! thing without re-walking shared suffixes). Transfer functions map one fact to zero or more
-//! facts. Calls are handled by tabulation (Reps, Horwitz, Sagiv, "Precise interprocedural
-//! dataflow analysis via graph reachability", POPL 1995): a callee context is analysed once per
-//! entry fact and its exit facts are its summary for that fact, so facts of different callers
-//! never mix. Call strings ([`crate::context`]) give the context sensitivity on top.
+//! The engine solves one thread: it starts the entry function with an initial state and
+//! propagates states along CFG edges. Calls enter callee *contexts* (function + last `n` call
+//! sites, [`crate::context`]) discovered as the analysis resolves callees; a callee context's
+//! entry state joins its call sites' states, its exit state flows back through
+//! [`Analysis::call_return`]. Nodes are processed in reverse postorder (a weak topological
+//! order for the reducible CFGs C produces), joins become widenings at loop heads and at the
+//! entries of recursive contexts after [`WIDEN_DELAY`] updates, and a few descending rounds of
+//! narrowing follow. A visit budget stops runaway analyses: the solution is then marked
+//! incomplete and consumers must not trust it.
 //!
-//! When a program point collects more than [`MAX_FACTS`] facts, or a callee context more than
-//! [`MAX_ENTRY_FACTS`] entry facts, further facts are folded into one over-approximating fact
-//! with [`Analysis::merge`], which bounds the work.
+//! Path-sensitive analyses use a [`Powerset`] of facts as their domain through
+//! [`Disjunctive`], which lifts a per-fact [`FactAnalysis`].
 
-use crate::context::{CallTarget, FnCtxId, ThreadContexts};
-use crate::ir::{Edge, EdgeId, NodeId, Program};
+use crate::context::{
+    CallKind, CallSite, CallString, CallTarget, FnCtx, FnCtxId, ThreadContexts, ThreadId,
+};
+use crate::ir::{Edge, EdgeId, FuncId, NodeId, Program};
+use racedar_domains::lattice::JoinSemiLattice;
+use racedar_domains::{Merge, Powerset};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
-use std::hash::Hash;
+use std::collections::BTreeSet;
 
-/// Facts per program point before merging.
-pub const MAX_FACTS: usize = 16;
+/// Updates of a loop head joined before widening starts.
+pub const WIDEN_DELAY: u32 = 2;
 
-/// Entry facts per callee context before merging (each costs one analysis of the callee).
-pub const MAX_ENTRY_FACTS: usize = 4;
+/// Descending (narrowing) rounds after the ascending fixpoint.
+pub const NARROW_ROUNDS: u32 = 2;
 
-/// A disjunctive dataflow analysis over one thread.
+/// A lattice the engine can iterate on.
+pub trait Domain: Clone + PartialEq + std::fmt::Debug {
+    /// The unreachable state.
+    fn bottom() -> Self;
+    /// Whether the state is unreachable.
+    fn is_bottom(&self) -> bool;
+    /// `self ⊔= o`; whether `self` changed.
+    fn join_with(&mut self, o: &Self) -> bool;
+    /// `self ∇= o`; whether `self` changed. Defaults to join (finite-height domains).
+    fn widen_with(&mut self, o: &Self) -> bool {
+        self.join_with(o)
+    }
+    /// Refines `self` (a post-fixpoint) with the recomputed `o`; whether `self` changed.
+    /// Defaults to no narrowing.
+    fn narrow_with(&mut self, _o: &Self) -> bool {
+        false
+    }
+    /// Whether the engine should run narrowing rounds for this domain.
+    const NARROWS: bool = false;
+    /// Whether transfer functions distribute over joins (`f(a ⊔ b) = f(a) ⊔ f(b)`, true of
+    /// powersets of facts): the engine then propagates only what is new at a node (its
+    /// *delta*) instead of the whole state, as in IFDS/RHS tabulation.
+    const DISTRIBUTIVE: bool = false;
+}
+
+/// Where an edge is analysed.
+#[derive(Clone, Copy, Debug)]
+pub struct At<'a> {
+    /// The thread.
+    pub thread: ThreadId,
+    /// The function context.
+    pub ctx: FnCtxId,
+    /// Its function and call string.
+    pub fctx: &'a FnCtx,
+    /// The edge.
+    pub edge: EdgeId,
+}
+
+/// The callees a call edge enters.
+#[derive(Clone, Debug, Default)]
+pub struct Callees {
+    /// Defined functions analysed as calls: (function, kind, exact).
+    pub funcs: SmallVec<[(FuncId, CallKind, bool); 1]>,
+    /// Whether the edge's own transfer also applies (an unresolved part of an indirect call,
+    /// or a call without analysed callee).
+    pub transfer_too: bool,
+}
+
+/// An analysis the engine can solve.
 pub trait Analysis {
-    /// One disjunct of the abstract state.
-    type Fact: Clone + Eq + Hash + std::fmt::Debug;
+    /// The abstract state.
+    type D: Domain;
 
-    /// The facts after `edge` (an instruction, or a call without analysed callee) from one fact
-    /// before it, pushed onto `out`; none when the edge cannot be passed.
-    fn transfer(
+    /// The state after a non-call edge (or the unresolved part of a call) from `d`.
+    fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &Self::D) -> Self::D;
+
+    /// The defined functions a call edge enters in state `d`.
+    fn callees(&mut self, at: At<'_>, edge: &Edge, d: &Self::D) -> Callees;
+
+    /// The callee's entry state for a call from `d`.
+    fn call_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &Self::D) -> Self::D;
+
+    /// The state after the call edge, from the caller's state `pre` before it and the callee's
+    /// exit state.
+    fn call_return(
         &mut self,
-        ctx: FnCtxId,
-        eid: EdgeId,
+        at: At<'_>,
         edge: &Edge,
-        fact: &Self::Fact,
-        out: &mut Vec<Self::Fact>,
-    );
+        target: &CallTarget,
+        pre: &Self::D,
+        exit: &Self::D,
+    ) -> Self::D;
+}
 
-    /// The fact on entry of `target` when called from `edge` with `fact`.
+/// The states of one thread at every program point of every function context.
+#[derive(Clone, Debug)]
+pub struct Solution<D> {
+    /// The function contexts reached and the calls between them.
+    pub contexts: ThreadContexts,
+    states: Vec<Vec<D>>,
+    /// False when the visit budget ran out: the states are not a fixpoint.
+    pub complete: bool,
+    /// Node visits spent.
+    pub visits: u64,
+}
+
+impl<D: Domain> Solution<D> {
+    /// The state at `node` of context `ctx` (bottom when unreachable or unknown).
+    pub fn at(&self, ctx: FnCtxId, node: NodeId) -> Option<&D> {
+        self.states
+            .get(ctx.0 as usize)
+            .and_then(|v| v.get(node.0 as usize))
+            .filter(|d| !d.is_bottom())
+    }
+
+    /// Whether `node` of `ctx` is reachable.
+    pub fn reachable(&self, ctx: FnCtxId, node: NodeId) -> bool {
+        self.at(ctx, node).is_some()
+    }
+
+    /// Every non-bottom state.
+    pub fn all_states(&self) -> impl Iterator<Item = &D> + '_ {
+        self.states.iter().flatten().filter(|d| !d.is_bottom())
+    }
+}
+
+/// Reverse-postorder positions of a function's nodes.
+fn rpo_positions(program: &Program, func: FuncId) -> Vec<u32> {
+    let Some(cfg) = &program.function(func).body else {
+        return Vec::new();
+    };
+    let mut pos = vec![u32::MAX; cfg.nodes.len()];
+    let rpo = cfg.reverse_postorder();
+    let mut next = rpo.len() as u32;
+    for (i, n) in rpo.into_iter().enumerate() {
+        pos[n.0 as usize] = i as u32;
+    }
+    // Unreachable nodes (an exit no path reaches) go last.
+    for p in pos.iter_mut() {
+        if *p == u32::MAX {
+            *p = next;
+            next += 1;
+        }
+    }
+    pos
+}
+
+struct Engine<'a, A: Analysis> {
+    program: &'a Program,
+    analysis: &'a mut A,
+    tc: ThreadContexts,
+    depth: usize,
+    states: Vec<Vec<A::D>>,
+    /// Per node, what joined into its state since its last visit (distributive domains only).
+    pending: Vec<Vec<A::D>>,
+    updates: Vec<Vec<u32>>,
+    /// (rpo position -> node) and (node -> rpo position) per function.
+    order: FxHashMap<FuncId, (Vec<NodeId>, Vec<u32>)>,
+    work: BTreeSet<(u32, u32)>,
+    /// Call edges of callers per callee context.
+    callers: FxHashMap<FnCtxId, FxHashSet<(FnCtxId, EdgeId)>>,
+    /// Contexts on a call cycle (their entries widen).
+    recursive: FxHashSet<FnCtxId>,
+    visits: u64,
+    budget: u64,
+}
+
+/// Solves `analysis` for the thread of `tc` from `init` at its entry, with `tc`'s call-string
+/// length, in at most `budget` node visits. Contexts already in `tc` keep their ids.
+pub fn solve<A: Analysis>(
+    program: &Program,
+    mut tc: ThreadContexts,
+    analysis: &mut A,
+    init: A::D,
+    budget: u64,
+) -> Solution<A::D> {
+    let entry_ctx = tc.entry;
+    let n = tc.ctxs.len();
+    let depth = tc.depth;
+    let mut e = Engine {
+        program,
+        analysis,
+        tc: {
+            tc.calls.clear();
+            tc
+        },
+        depth,
+        states: Vec::with_capacity(n),
+        pending: Vec::new(),
+        updates: Vec::with_capacity(n),
+        order: FxHashMap::default(),
+        work: BTreeSet::new(),
+        callers: FxHashMap::default(),
+        recursive: FxHashSet::default(),
+        visits: 0,
+        budget,
+    };
+    for c in 0..n {
+        e.alloc(FnCtxId(c as u32));
+    }
+    let entry_func = e.tc.ctx(entry_ctx).func;
+    if let Some(cfg) = &program.function(entry_func).body {
+        let node = cfg.entry;
+        e.update(entry_ctx, node, &init, false);
+    }
+    let complete = e.run();
+    if complete && <A::D as Domain>::NARROWS {
+        for _ in 0..NARROW_ROUNDS {
+            if !e.narrow_round() {
+                break;
+            }
+        }
+    }
+    tracing::debug!(
+        thread = e.tc.thread.0,
+        contexts = e.tc.ctxs.len(),
+        visits = e.visits,
+        complete,
+        "fixpoint"
+    );
+    Solution {
+        contexts: e.tc,
+        states: e.states,
+        complete,
+        visits: e.visits,
+    }
+}
+
+impl<A: Analysis> Engine<'_, A> {
+    fn alloc(&mut self, c: FnCtxId) {
+        let func = self.tc.ctx(c).func;
+        let n = self
+            .program
+            .function(func)
+            .body
+            .as_ref()
+            .map_or(0, |cfg| cfg.nodes.len());
+        while self.states.len() <= c.0 as usize {
+            self.states.push(Vec::new());
+            self.updates.push(Vec::new());
+            if A::D::DISTRIBUTIVE {
+                self.pending.push(Vec::new());
+            }
+        }
+        if self.states[c.0 as usize].len() < n {
+            self.states[c.0 as usize] = vec![A::D::bottom(); n];
+            self.updates[c.0 as usize] = vec![0; n];
+            if A::D::DISTRIBUTIVE {
+                self.pending[c.0 as usize] = vec![A::D::bottom(); n];
+            }
+        }
+        if !self.order.contains_key(&func) {
+            let pos = rpo_positions(self.program, func);
+            let mut nodes = vec![NodeId(0); pos.len()];
+            for (i, p) in pos.iter().enumerate() {
+                nodes[*p as usize] = NodeId(i as u32);
+            }
+            self.order.insert(func, (nodes, pos));
+        }
+    }
+
+    fn pos(&self, c: FnCtxId, n: NodeId) -> u32 {
+        let func = self.tc.ctx(c).func;
+        self.order
+            .get(&func)
+            .and_then(|(_, pos)| pos.get(n.0 as usize).copied())
+            .unwrap_or(0)
+    }
+
+    fn node_at(&self, c: FnCtxId, p: u32) -> Option<NodeId> {
+        let func = self.tc.ctx(c).func;
+        self.order
+            .get(&func)
+            .and_then(|(nodes, _)| nodes.get(p as usize).copied())
+    }
+
+    /// Joins (or widens) `d` into the state of `n`; schedules `n` when it changed.
+    fn update(&mut self, c: FnCtxId, n: NodeId, d: &A::D, entry_of_call: bool) {
+        if d.is_bottom() {
+            return;
+        }
+        let func = self.tc.ctx(c).func;
+        let loop_head = self
+            .program
+            .function(func)
+            .body
+            .as_ref()
+            .is_some_and(|cfg| cfg.node(n).loop_head);
+        let widen_point = loop_head || (entry_of_call && self.recursive.contains(&c));
+        let (ci, ni) = (c.0 as usize, n.0 as usize);
+        let changed = {
+            let count = &mut self.updates[ci][ni];
+            *count = count.saturating_add(1);
+            let widen = widen_point && *count > WIDEN_DELAY;
+            let st = &mut self.states[ci][ni];
+            if widen {
+                st.widen_with(d)
+            } else {
+                st.join_with(d)
+            }
+        };
+        if changed {
+            if A::D::DISTRIBUTIVE {
+                self.pending[ci][ni].join_with(d);
+            }
+            let p = self.pos(c, n);
+            self.work.insert((c.0, p));
+        }
+    }
+
+    /// The context a call from `c` at `edge` enters for `func`.
+    fn callee_ctx(&mut self, c: FnCtxId, edge: EdgeId, func: FuncId) -> FnCtxId {
+        let caller = self.tc.ctx(c).clone();
+        let mut calls: CallString = caller.calls.clone();
+        calls.push(CallSite {
+            func: caller.func,
+            edge,
+        });
+        while calls.len() > self.depth {
+            calls.remove(0);
+        }
+        let before = self.tc.ctxs.len();
+        let id = self.tc.intern_ctx(FnCtx { func, calls });
+        if self.tc.ctxs.len() > before {
+            self.alloc(id);
+        }
+        // A callee whose function is already on the caller's context chain is recursive.
+        if func == caller.func || caller.calls.iter().any(|s| s.func == func) {
+            self.recursive.insert(id);
+        }
+        id
+    }
+
+    fn run(&mut self) -> bool {
+        while let Some((ci, p)) = self.work.pop_first() {
+            self.visits += 1;
+            if self.visits > self.budget {
+                return false;
+            }
+            let c = FnCtxId(ci);
+            let Some(n) = self.node_at(c, p) else {
+                continue;
+            };
+            let d = if A::D::DISTRIBUTIVE {
+                std::mem::replace(&mut self.pending[ci as usize][n.0 as usize], A::D::bottom())
+            } else {
+                self.states[ci as usize][n.0 as usize].clone()
+            };
+            if d.is_bottom() {
+                continue;
+            }
+            self.visit(c, n, &d, false);
+        }
+        true
+    }
+
+    /// Propagates the state `d` of node `n` along its out-edges (and, at an exit, back to the
+    /// callers). In `replace` mode (narrowing) nothing is scheduled.
+    fn visit(&mut self, c: FnCtxId, n: NodeId, d: &A::D, _replace: bool) {
+        let program = self.program;
+        let func = self.tc.ctx(c).func;
+        let Some(cfg) = &program.function(func).body else {
+            return;
+        };
+        if n == cfg.exit {
+            // The exit state (or its delta) flows straight back to every call site.
+            let mut callers: Vec<(FnCtxId, EdgeId)> = self
+                .callers
+                .get(&c)
+                .map(|s| s.iter().copied().collect())
+                .unwrap_or_default();
+            callers.sort();
+            for (cc, e) in callers {
+                let cfctx = self.tc.ctx(cc).clone();
+                let Some(ccfg) = &program.function(cfctx.func).body else {
+                    continue;
+                };
+                let edge = ccfg.edge(e);
+                let Some(target) = self.tc.callees(cc, e).iter().find(|t| t.ctx == c).copied()
+                else {
+                    continue;
+                };
+                let pre = self.states[cc.0 as usize][edge.src.0 as usize].clone();
+                if pre.is_bottom() {
+                    continue;
+                }
+                let at = At {
+                    thread: self.tc.thread,
+                    ctx: cc,
+                    fctx: &cfctx,
+                    edge: e,
+                };
+                let ret = self.analysis.call_return(at, edge, &target, &pre, d);
+                self.update(cc, edge.dst, &ret, false);
+            }
+        }
+        for &eid in &cfg.node(n).succs {
+            let edge = cfg.edge(eid);
+            let fctx = self.tc.ctx(c).clone();
+            let at = At {
+                thread: self.tc.thread,
+                ctx: c,
+                fctx: &fctx,
+                edge: eid,
+            };
+            let callees = self.analysis.callees(at, edge, d);
+            if callees.funcs.is_empty() || callees.transfer_too {
+                let out = self.analysis.transfer(at, edge, d);
+                self.update(c, edge.dst, &out, false);
+            }
+            for (g, kind, exact) in callees.funcs {
+                let Some(gcfg) = &program.function(g).body else {
+                    continue;
+                };
+                let callee = self.callee_ctx(c, eid, g);
+                let target = CallTarget {
+                    ctx: callee,
+                    func: g,
+                    kind,
+                    exact,
+                };
+                let entry = self.tc.calls.entry((c, eid)).or_default();
+                if !entry.contains(&target) {
+                    entry.push(target);
+                }
+                self.callers.entry(callee).or_default().insert((c, eid));
+                let at = At {
+                    thread: self.tc.thread,
+                    ctx: c,
+                    fctx: &fctx,
+                    edge: eid,
+                };
+                let ed = self.analysis.call_entry(at, edge, &target, d);
+                self.update(callee, gcfg.entry, &ed, true);
+                let exit = self.states[callee.0 as usize][gcfg.exit.0 as usize].clone();
+                if !exit.is_bottom() {
+                    let ret = self.analysis.call_return(at, edge, &target, d, &exit);
+                    self.update(c, edge.dst, &ret, false);
+                }
+            }
+        }
+    }
+
+    /// One descending round: every state is recomputed from its predecessors and narrowed.
+    /// Returns whether anything changed.
+    fn narrow_round(&mut self) -> bool {
+        let program = self.program;
+        let mut fresh: Vec<Vec<A::D>> = self
+            .states
+            .iter()
+            .map(|v| vec![A::D::bottom(); v.len()])
+            .collect();
+        // The thread entry keeps its initial state.
+        let entry_func = self.tc.ctx(self.tc.entry).func;
+        if let Some(cfg) = &program.function(entry_func).body {
+            fresh[self.tc.entry.0 as usize][cfg.entry.0 as usize] =
+                self.states[self.tc.entry.0 as usize][cfg.entry.0 as usize].clone();
+        }
+        for ci in 0..self.tc.ctxs.len() {
+            let c = FnCtxId(ci as u32);
+            let fctx = self.tc.ctx(c).clone();
+            let Some(cfg) = &program.function(fctx.func).body else {
+                continue;
+            };
+            for (ei, edge) in cfg.edges.iter().enumerate() {
+                let eid = EdgeId(ei as u32);
+                let d = self.states[ci][edge.src.0 as usize].clone();
+                if d.is_bottom() {
+                    continue;
+                }
+                let at = At {
+                    thread: self.tc.thread,
+                    ctx: c,
+                    fctx: &fctx,
+                    edge: eid,
+                };
+                let targets: Vec<CallTarget> = self.tc.callees(c, eid).to_vec();
+                let callees = self.analysis.callees(at, edge, &d);
+                if targets.is_empty() || callees.transfer_too {
+                    let out = self.analysis.transfer(at, edge, &d);
+                    fresh[ci][edge.dst.0 as usize].join_with(&out);
+                }
+                for t in targets {
+                    let Some(gcfg) = &program.function(t.func).body else {
+                        continue;
+                    };
+                    let ed = self.analysis.call_entry(at, edge, &t, &d);
+                    fresh[t.ctx.0 as usize][gcfg.entry.0 as usize].join_with(&ed);
+                    let exit = self.states[t.ctx.0 as usize][gcfg.exit.0 as usize].clone();
+                    if !exit.is_bottom() {
+                        let ret = self.analysis.call_return(at, edge, &t, &d, &exit);
+                        fresh[ci][edge.dst.0 as usize].join_with(&ret);
+                    }
+                }
+            }
+        }
+        let mut changed = false;
+        for (ci, nodes) in fresh.into_iter().enumerate() {
+            for (ni, new) in nodes.into_iter().enumerate() {
+                changed |= self.states[ci][ni].narrow_with(&new);
+            }
+        }
+        changed
+    }
+}
+
+/// A per-fact analysis, lifted to a [`Powerset`] domain by [`Disjunctive`].
+pub trait FactAnalysis {
+    /// One disjunct.
+    type Fact: Clone + PartialEq + std::fmt::Debug + Merge;
+    /// The facts after an edge from one fact before it (none: the edge cannot be passed).
+    fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &Self::Fact, out: &mut Vec<Self::Fact>);
+    /// The callees of a call edge (a fixed context graph for these analyses).
+    fn callees(&mut self, at: At<'_>, edge: &Edge) -> Callees;
+    /// The fact on entry of a callee.
     fn call_entry(
         &mut self,
-        _ctx: FnCtxId,
-        _eid: EdgeId,
+        _at: At<'_>,
         _edge: &Edge,
         _target: &CallTarget,
         fact: &Self::Fact,
     ) -> Self::Fact {
         fact.clone()
     }
-
-    /// The fact after the call `edge` when `target` returns with `exit`.
+    /// The fact after a call from the callee's exit fact.
     fn call_exit(
         &mut self,
-        _ctx: FnCtxId,
-        _eid: EdgeId,
+        _at: At<'_>,
         _edge: &Edge,
         _target: &CallTarget,
         exit: &Self::Fact,
     ) -> Self::Fact {
         exit.clone()
     }
-
-    /// One fact over-approximating all of `facts` (non-empty).
-    fn merge(&mut self, facts: &[&Self::Fact]) -> Self::Fact;
 }
 
-/// Interned fact handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct FactId(pub u32);
-
-/// The facts holding at every reachable program point of every function context of a thread.
-#[derive(Clone, Debug)]
-pub struct Solution<F> {
-    facts: Vec<F>,
-    at: FxHashMap<(FnCtxId, NodeId), SmallVec<[FactId; 2]>>,
+impl<F: Clone + PartialEq + std::fmt::Debug + Merge> Domain for Powerset<F> {
+    fn bottom() -> Self {
+        Powerset::bottom()
+    }
+    fn is_bottom(&self) -> bool {
+        Powerset::is_bottom(self)
+    }
+    fn join_with(&mut self, o: &Self) -> bool {
+        JoinSemiLattice::join(self, o)
+    }
+    const DISTRIBUTIVE: bool = true;
 }
 
-impl<F> Solution<F> {
-    /// The facts at `node` of context `ctx` (empty when unreachable).
-    pub fn facts_at(&self, ctx: FnCtxId, node: NodeId) -> impl Iterator<Item = &F> + '_ {
-        self.at
-            .get(&(ctx, node))
-            .into_iter()
-            .flat_map(|v| v.iter())
-            .map(|id| &self.facts[id.0 as usize])
-    }
-
-    /// Whether `node` of `ctx` is reachable.
-    pub fn reachable(&self, ctx: FnCtxId, node: NodeId) -> bool {
-        self.at.contains_key(&(ctx, node))
-    }
-
-    /// Every distinct fact of the solution.
-    pub fn all_facts(&self) -> impl Iterator<Item = &F> + '_ {
-        self.facts.iter()
-    }
-
-    /// Number of distinct facts.
-    pub fn fact_count(&self) -> usize {
-        self.facts.len()
-    }
+/// A fact paired with the entry fact of its function context it was reached from: the
+/// path edges of RHS tabulation (Reps, Horwitz, Sagiv, POPL 1995). The pairing keeps a callee
+/// context shared by several call sites (call strings beyond the context depth) from
+/// returning one caller's facts to another.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Paired<F> {
+    /// The fact at the entry of the context.
+    pub entry: F,
+    /// The fact here.
+    pub fact: F,
 }
 
-/// A call waiting on a callee's summary: caller context, caller entry fact, call edge index,
-/// the callee entered.
-type Caller = (FnCtxId, FactId, u32, CallTarget);
-
-/// Path edge: (context, entry fact, node, fact at node).
-type PathEdge = (FnCtxId, FactId, NodeId, FactId);
-
-struct Solver<'a, A: Analysis> {
-    program: &'a Program,
-    tc: &'a ThreadContexts,
-    analysis: &'a mut A,
-    facts: Vec<A::Fact>,
-    index: FxHashMap<A::Fact, FactId>,
-    seen: FxHashSet<PathEdge>,
-    work: Vec<PathEdge>,
-    at: FxHashMap<(FnCtxId, NodeId), SmallVec<[FactId; 2]>>,
-    /// Merged fact per over-full program point.
-    widened: FxHashMap<(FnCtxId, NodeId), FactId>,
-    summaries: FxHashMap<(FnCtxId, FactId), SmallVec<[FactId; 2]>>,
-    /// Entry facts each callee context is analysed with.
-    entries: FxHashMap<FnCtxId, SmallVec<[FactId; 4]>>,
-    /// Merged entry fact of contexts over [`MAX_ENTRY_FACTS`].
-    entry_widened: FxHashMap<FnCtxId, FactId>,
-    /// Callers waiting on a callee (context, entry fact): (caller ctx, caller entry fact, call
-    /// edge index, target).
-    callers: FxHashMap<(FnCtxId, FactId), Vec<Caller>>,
-}
-
-/// Solves `analysis` for the thread described by `tc`, starting its entry with `init`.
-pub fn solve<A: Analysis>(
-    program: &Program,
-    tc: &ThreadContexts,
-    analysis: &mut A,
-    init: Vec<A::Fact>,
-) -> Solution<A::Fact> {
-    let mut s = Solver {
-        program,
-        tc,
-        analysis,
-        facts: Vec::new(),
-        index: FxHashMap::default(),
-        seen: FxHashSet::default(),
-        work: Vec::new(),
-        at: FxHashMap::default(),
-        widened: FxHashMap::default(),
-        summaries: FxHashMap::default(),
-        entries: FxHashMap::default(),
-        entry_widened: FxHashMap::default(),
-        callers: FxHashMap::default(),
-    };
-    let entry_func = tc.ctx(tc.entry).func;
-    if let Some(cfg) = &program.function(entry_func).body {
-        for f in init {
-            let id = s.intern(f);
-            s.propagate(tc.entry, id, cfg.entry, id);
+impl<F: Merge> Merge for Paired<F> {
+    fn merge(facts: &[&Self]) -> Self {
+        let entries: Vec<&F> = facts.iter().map(|p| &p.entry).collect();
+        let here: Vec<&F> = facts.iter().map(|p| &p.fact).collect();
+        Paired {
+            entry: F::merge(&entries),
+            fact: F::merge(&here),
         }
     }
-    s.run();
-    tracing::debug!(
-        thread = tc.thread.0,
-        facts = s.facts.len(),
-        path_edges = s.seen.len(),
-        "dataflow solved"
-    );
-    Solution {
-        facts: s.facts,
-        at: s.at,
+
+    fn covers(&self, o: &Self) -> bool {
+        self.fact.covers(&o.fact) && self.entry.covers(&o.entry)
     }
 }
 
-impl<A: Analysis> Solver<'_, A> {
-    fn intern(&mut self, f: A::Fact) -> FactId {
-        if let Some(&id) = self.index.get(&f) {
-            return id;
-        }
-        let id = FactId(self.facts.len() as u32);
-        self.facts.push(f.clone());
-        self.index.insert(f, id);
-        id
-    }
+/// The domain of a [`Disjunctive`] analysis: a bounded set of path edges.
+pub type Facts<F> = Powerset<Paired<F>>;
 
-    /// The entry fact a callee context is analysed with: `f` itself, or, once the context has
-    /// [`MAX_ENTRY_FACTS`] entry facts, their merge (callers then share its summary).
-    fn entry_fact(&mut self, ctx: FnCtxId, f: A::Fact) -> FactId {
-        let id = self.intern(f);
-        let known = self.entries.entry(ctx).or_default();
-        if known.contains(&id) {
-            return id;
-        }
-        if known.len() < MAX_ENTRY_FACTS {
-            known.push(id);
-            return id;
-        }
-        let mut all: Vec<&A::Fact> = Vec::new();
-        match self.entry_widened.get(&ctx) {
-            Some(w) => all.push(&self.facts[w.0 as usize]),
-            None => all.extend(known.iter().map(|k| &self.facts[k.0 as usize])),
-        }
-        all.push(&self.facts[id.0 as usize]);
-        let merged = self.analysis.merge(&all);
-        let w = self.intern(merged);
-        self.entry_widened.insert(ctx, w);
-        let known = self.entries.entry(ctx).or_default();
-        if !known.contains(&w) {
-            known.push(w);
-        }
-        w
-    }
+/// The facts (without their entry facts) of a [`Facts`] state.
+pub fn facts_of<F: Clone + PartialEq + Merge>(d: &Facts<F>) -> impl Iterator<Item = &F> + '_ {
+    d.facts().iter().map(|p| &p.fact)
+}
 
-    fn propagate(&mut self, ctx: FnCtxId, d1: FactId, node: NodeId, mut d2: FactId) {
-        let key = (ctx, node);
-        let known = self.at.get(&key).is_some_and(|v| v.contains(&d2));
-        if !known && self.at.get(&key).is_some_and(|v| v.len() >= MAX_FACTS) {
-            // Fold into the point's merged fact.
-            let mut all: Vec<&A::Fact> = Vec::new();
-            if let Some(w) = self.widened.get(&key) {
-                all.push(&self.facts[w.0 as usize]);
-            } else if let Some(v) = self.at.get(&key) {
-                all.extend(v.iter().map(|id| &self.facts[id.0 as usize]));
+/// The initial state of a thread for a [`Disjunctive`] analysis.
+pub fn initial_facts<F: Clone + PartialEq + Merge>(f: F) -> Facts<F> {
+    Powerset::singleton(Paired {
+        entry: f.clone(),
+        fact: f,
+    })
+}
+
+/// Lifts a [`FactAnalysis`] to the engine: each fact of the set goes through separately, and a
+/// callee's exit facts return to the caller facts whose entry fact they were reached from
+/// (or from a merged entry fact covering it).
+pub struct Disjunctive<'a, F>(pub &'a mut F);
+
+impl<T: FactAnalysis> Analysis for Disjunctive<'_, T> {
+    type D = Facts<T::Fact>;
+
+    fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &Self::D) -> Self::D {
+        let mut out = Powerset::bottom();
+        let mut buf = Vec::new();
+        for p in d.facts() {
+            buf.clear();
+            self.0.transfer(at, edge, &p.fact, &mut buf);
+            for g in buf.drain(..) {
+                out.insert(Paired {
+                    entry: p.entry.clone(),
+                    fact: g,
+                });
             }
-            all.push(&self.facts[d2.0 as usize]);
-            let merged = self.analysis.merge(&all);
-            d2 = self.intern(merged);
-            self.widened.insert(key, d2);
         }
-        if self.seen.insert((ctx, d1, node, d2)) {
-            let v = self.at.entry(key).or_default();
-            if !v.contains(&d2) {
-                v.push(d2);
-            }
-            self.work.push((ctx, d1, node, d2));
-        }
+        out
     }
 
-    fn run(&mut self) {
-        let mut out = Vec::new();
-        while let Some((ctx, d1, node, d2)) = self.work.pop() {
-            let func = self.tc.ctx(ctx).func;
-            let Some(cfg) = &self.program.function(func).body else {
-                continue;
-            };
-            if node == cfg.exit {
-                let sum = self.summaries.entry((ctx, d1)).or_default();
-                if !sum.contains(&d2) {
-                    sum.push(d2);
-                    let waiting = self.callers.get(&(ctx, d1)).cloned().unwrap_or_default();
-                    for (cctx, cd1, ei, target) in waiting {
-                        let ccfg = self.tc.ctx(cctx).func;
-                        let Some(ccfg) = &self.program.function(ccfg).body else {
-                            continue;
-                        };
-                        let e = &ccfg.edges[ei as usize];
-                        let exit = self.facts[d2.0 as usize].clone();
-                        let f = self.analysis.call_exit(cctx, EdgeId(ei), e, &target, &exit);
-                        let id = self.intern(f);
-                        self.propagate(cctx, cd1, e.dst, id);
-                    }
+    fn callees(&mut self, at: At<'_>, edge: &Edge, _d: &Self::D) -> Callees {
+        self.0.callees(at, edge)
+    }
+
+    fn call_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &Self::D) -> Self::D {
+        d.facts()
+            .iter()
+            .map(|p| {
+                let e = self.0.call_entry(at, edge, target, &p.fact);
+                Paired {
+                    entry: e.clone(),
+                    fact: e,
                 }
-            }
-            let node_data = cfg.node(node);
-            for &eid in &node_data.succs {
-                let e = cfg.edge(eid);
-                let targets = self.tc.callees(ctx, eid);
-                if targets.is_empty() {
-                    out.clear();
-                    let fact = self.facts[d2.0 as usize].clone();
-                    self.analysis.transfer(ctx, eid, e, &fact, &mut out);
-                    for f in std::mem::take(&mut out) {
-                        let id = self.intern(f);
-                        self.propagate(ctx, d1, e.dst, id);
-                    }
-                    continue;
-                }
-                for target in targets.iter().copied() {
-                    let fact = self.facts[d2.0 as usize].clone();
-                    let entry_fact = self.analysis.call_entry(ctx, eid, e, &target, &fact);
-                    let de = self.entry_fact(target.ctx, entry_fact);
-                    let callers = self.callers.entry((target.ctx, de)).or_default();
-                    let rec = (ctx, d1, eid.0, target);
-                    if !callers.contains(&rec) {
-                        callers.push(rec);
-                    }
-                    if let Some(callee_cfg) = &self.program.function(target.func).body {
-                        self.propagate(target.ctx, de, callee_cfg.entry, de);
-                    }
-                    let exits = self
-                        .summaries
-                        .get(&(target.ctx, de))
-                        .cloned()
-                        .unwrap_or_default();
-                    for x in exits {
-                        let exit = self.facts[x.0 as usize].clone();
-                        let f = self.analysis.call_exit(ctx, eid, e, &target, &exit);
-                        let id = self.intern(f);
-                        self.propagate(ctx, d1, e.dst, id);
-                    }
+            })
+            .collect()
+    }
+
+    fn call_return(
+        &mut self,
+        at: At<'_>,
+        edge: &Edge,
+        target: &CallTarget,
+        pre: &Self::D,
+        exit: &Self::D,
+    ) -> Self::D {
+        let mut out = Powerset::bottom();
+        for p in pre.facts() {
+            let e = self.0.call_entry(at, edge, target, &p.fact);
+            for x in exit.facts() {
+                if x.entry.covers(&e) {
+                    out.insert(Paired {
+                        entry: p.entry.clone(),
+                        fact: self.0.call_exit(at, edge, target, &x.fact),
+                    });
                 }
             }
         }
+        out
+    }
+}
+
+/// The callees recorded in a fixed context graph (what lockset and active-threads analyses use
+/// once the backend has resolved calls).
+pub fn recorded_callees(tc: &ThreadContexts, ctx: FnCtxId, edge: EdgeId) -> Callees {
+    let targets = tc.callees(ctx, edge);
+    Callees {
+        funcs: targets.iter().map(|t| (t.func, t.kind, t.exact)).collect(),
+        transfer_too: false,
     }
 }

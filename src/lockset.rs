@@ -20,11 +20,12 @@
 
 use crate::backend::{Address, Backend, Base, PointsTo};
 use crate::context::{CallKind, CallTarget, FnCtxId, ThreadContexts, ThreadId};
-use crate::dataflow::{self, Analysis, Solution};
+use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
 use crate::ir::{
     Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
 };
 use crate::model::{LockKind, LockMode, Role, Roles};
+use racedar_domains::Merge;
 use racedar_domains::SmallSet;
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
@@ -214,17 +215,45 @@ fn trylock_test(cond: &Expr, branch: bool, local: LocalId) -> Option<bool> {
     None
 }
 
-impl<'p, B: Backend<'p>> Analysis for Locksets<'_, 'p, B> {
+impl Merge for LockFact {
+    fn merge(facts: &[&LockFact]) -> LockFact {
+        let mut it = facts.iter();
+        let Some(first) = it.next() else {
+            return LockFact::default();
+        };
+        let mut m = (*first).clone();
+        for f in it {
+            m.must = m.must.intersection(&f.must);
+            m.may = m.may.union(&f.may);
+            for p in &f.pending {
+                m.may.insert(p.held);
+            }
+        }
+        // Pending trylocks cannot be tracked through a merge: they stay possible only.
+        for p in std::mem::take(&mut m.pending) {
+            m.may.insert(p.held);
+        }
+        m
+    }
+
+    fn covers(&self, o: &LockFact) -> bool {
+        self == o
+            || (self.must.is_subset(&o.must)
+                && o.may.is_subset(&self.may)
+                && self.pending.is_empty()
+                && o.pending.iter().all(|p| self.may.contains(&p.held)))
+    }
+}
+
+impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
     type Fact = LockFact;
 
-    fn transfer(
-        &mut self,
-        ctx: FnCtxId,
-        eid: EdgeId,
-        edge: &Edge,
-        fact: &LockFact,
-        out: &mut Vec<LockFact>,
-    ) {
+    fn callees(&mut self, at: At<'_>, _edge: &Edge) -> Callees {
+        dataflow::recorded_callees(self.tc, at.ctx, at.edge)
+    }
+
+    fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &LockFact, out: &mut Vec<LockFact>) {
+        let (ctx, eid) = (at.ctx, at.edge);
         let func = self.tc.ctx(ctx).func;
         match &edge.op {
             Op::Call {
@@ -385,12 +414,12 @@ impl<'p, B: Backend<'p>> Analysis for Locksets<'_, 'p, B> {
 
     fn call_entry(
         &mut self,
-        ctx: FnCtxId,
-        eid: EdgeId,
+        at: At<'_>,
         edge: &Edge,
         target: &CallTarget,
         fact: &LockFact,
     ) -> LockFact {
+        let (ctx, eid) = (at.ctx, at.edge);
         match target.kind {
             CallKind::Plain => fact.clone(),
             CallKind::Atomic => Self::add(
@@ -418,12 +447,12 @@ impl<'p, B: Backend<'p>> Analysis for Locksets<'_, 'p, B> {
 
     fn call_exit(
         &mut self,
-        ctx: FnCtxId,
-        eid: EdgeId,
+        at: At<'_>,
         edge: &Edge,
         target: &CallTarget,
         exit: &LockFact,
     ) -> LockFact {
+        let (ctx, eid) = (at.ctx, at.edge);
         let mut f = match target.kind {
             CallKind::Plain => exit.clone(),
             CallKind::Atomic => Self::release(exit, LockId::ATOMIC),
@@ -446,26 +475,6 @@ impl<'p, B: Backend<'p>> Analysis for Locksets<'_, 'p, B> {
             f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
         }
         f
-    }
-
-    fn merge(&mut self, facts: &[&LockFact]) -> LockFact {
-        let mut it = facts.iter();
-        let Some(first) = it.next() else {
-            return LockFact::default();
-        };
-        let mut m = (*first).clone();
-        for f in it {
-            m.must = m.must.intersection(&f.must);
-            m.may = m.may.union(&f.may);
-            for p in &f.pending {
-                m.may.insert(p.held);
-            }
-        }
-        // Pending trylocks cannot be tracked through a merge: they stay possible only.
-        for p in std::mem::take(&mut m.pending) {
-            m.may.insert(p.held);
-        }
-        m
     }
 }
 
@@ -518,7 +527,7 @@ pub struct LocksAt {
 pub struct LocksetResult {
     /// Lock identities.
     pub table: LockTable,
-    solutions: Vec<Solution<LockFact>>,
+    solutions: Vec<Solution<dataflow::Facts<LockFact>>>,
 }
 
 impl LocksetResult {
@@ -549,11 +558,13 @@ impl LocksetResult {
                 _p: std::marker::PhantomData,
             };
             let _ = a.program;
+            let init = dataflow::initial_facts(LockFact::default());
             solutions.push(dataflow::solve(
                 program,
-                tc,
-                &mut a,
-                vec![LockFact::default()],
+                tc.clone(),
+                &mut dataflow::Disjunctive(&mut a),
+                init,
+                u64::MAX,
             ));
         }
         LocksetResult { table, solutions }
@@ -562,7 +573,7 @@ impl LocksetResult {
     /// The locksets at `node` of function context `ctx` of `thread` (`None`: unreachable).
     pub fn at(&self, thread: ThreadId, ctx: FnCtxId, node: NodeId) -> Option<LocksAt> {
         let sol = self.solutions.get(thread.0 as usize)?;
-        let mut it = sol.facts_at(ctx, node);
+        let mut it = dataflow::facts_of(sol.at(ctx, node)?);
         let first = it.next()?;
         let mut must = first.must.clone();
         let mut may = first.may.clone();
@@ -698,7 +709,8 @@ impl LocksetResult {
             out[i].ancestral = anc;
             if let Some(sol) = self.solutions.get(i) {
                 out[i].ever = sol
-                    .all_facts()
+                    .all_states()
+                    .flat_map(dataflow::facts_of)
                     .fold(SmallSet::new(), |acc, f: &LockFact| acc.union(&f.may));
             }
         }

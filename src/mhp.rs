@@ -22,15 +22,16 @@
 //! formulation follows the creation tree instead.
 
 use crate::context::{CallSite, CallTarget, FnCtxId, ThreadContexts, ThreadId};
-use crate::dataflow::{self, Analysis, Solution};
+use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
 use crate::ir::visit::strip_casts;
 use crate::ir::{
-    BinOp, Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
-    Proj, Var,
+    BinOp, Callee, Edge, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Proj,
+    Var,
 };
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
-use racedar_domains::SmallSet;
+use racedar_domains::BitSet;
+use racedar_domains::Merge;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -41,9 +42,9 @@ pub struct IdKey(u32);
 /// One class of paths of a thread.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MhpFact {
-    may_created: SmallSet<ThreadId>,
-    may_active: SmallSet<ThreadId>,
-    must_active: SmallSet<ThreadId>,
+    may_created: BitSet<ThreadId>,
+    may_active: BitSet<ThreadId>,
+    must_active: BitSet<ThreadId>,
     certain: bool,
     ids: SmallVec<[(IdKey, ThreadId); 2]>,
 }
@@ -51,9 +52,9 @@ pub struct MhpFact {
 impl MhpFact {
     fn initial() -> MhpFact {
         MhpFact {
-            may_created: SmallSet::new(),
-            may_active: SmallSet::new(),
-            must_active: SmallSet::new(),
+            may_created: BitSet::new(),
+            may_active: BitSet::new(),
+            must_active: BitSet::new(),
             certain: true,
             ids: SmallVec::new(),
         }
@@ -281,17 +282,42 @@ impl ActiveThreads<'_> {
     }
 }
 
-impl Analysis for ActiveThreads<'_> {
+impl Merge for MhpFact {
+    fn merge(facts: &[&MhpFact]) -> MhpFact {
+        let mut it = facts.iter();
+        let Some(first) = it.next() else {
+            return MhpFact::initial();
+        };
+        let mut m = (*first).clone();
+        for f in it {
+            m.may_created = m.may_created.union(&f.may_created);
+            m.may_active = m.may_active.union(&f.may_active);
+            m.must_active = m.must_active.intersection(&f.must_active);
+            m.certain |= f.certain;
+            m.ids.retain(|p| f.ids.contains(p));
+        }
+        m
+    }
+
+    fn covers(&self, o: &MhpFact) -> bool {
+        self == o
+            || (o.may_created.is_subset(&self.may_created)
+                && o.may_active.is_subset(&self.may_active)
+                && self.must_active.is_subset(&o.must_active)
+                && (self.certain || !o.certain)
+                && self.ids.iter().all(|p| o.ids.contains(p)))
+    }
+}
+
+impl FactAnalysis for ActiveThreads<'_> {
     type Fact = MhpFact;
 
-    fn transfer(
-        &mut self,
-        ctx: FnCtxId,
-        eid: EdgeId,
-        edge: &Edge,
-        fact: &MhpFact,
-        out: &mut Vec<MhpFact>,
-    ) {
+    fn callees(&mut self, at: At<'_>, _edge: &Edge) -> Callees {
+        dataflow::recorded_callees(self.tc, at.ctx, at.edge)
+    }
+
+    fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &MhpFact, out: &mut Vec<MhpFact>) {
+        let (ctx, eid) = (at.ctx, at.edge);
         let func = self.tc.ctx(ctx).func;
         let mut f = fact.clone();
         match &edge.op {
@@ -341,7 +367,7 @@ impl Analysis for ActiveThreads<'_> {
                                 }
                                 f.must_active.remove(&c);
                             }
-                            None => f.must_active = SmallSet::new(),
+                            None => f.must_active = BitSet::new(),
                         }
                     }
                     Some(r) if r.ends_path() => return,
@@ -378,8 +404,7 @@ impl Analysis for ActiveThreads<'_> {
 
     fn call_entry(
         &mut self,
-        _ctx: FnCtxId,
-        _eid: EdgeId,
+        _at: At<'_>,
         _edge: &Edge,
         target: &CallTarget,
         fact: &MhpFact,
@@ -391,34 +416,18 @@ impl Analysis for ActiveThreads<'_> {
 
     fn call_exit(
         &mut self,
-        ctx: FnCtxId,
-        _eid: EdgeId,
+        at: At<'_>,
         edge: &Edge,
         _target: &CallTarget,
         exit: &MhpFact,
     ) -> MhpFact {
+        let ctx = at.ctx;
         let mut f = exit.clone();
         if let Op::Call { dest: Some(d), .. } = &edge.op {
             let func = self.tc.ctx(ctx).func;
             self.forget_key(&mut f, func, d);
         }
         f
-    }
-
-    fn merge(&mut self, facts: &[&MhpFact]) -> MhpFact {
-        let mut it = facts.iter();
-        let Some(first) = it.next() else {
-            return MhpFact::initial();
-        };
-        let mut m = (*first).clone();
-        for f in it {
-            m.may_created = m.may_created.union(&f.may_created);
-            m.may_active = m.may_active.union(&f.may_active);
-            m.must_active = m.must_active.intersection(&f.must_active);
-            m.certain |= f.certain;
-            m.ids.retain(|p| f.ids.contains(p));
-        }
-        m
     }
 }
 
@@ -437,27 +446,40 @@ pub struct Point {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ActiveAt {
     /// Children possibly created.
-    pub may_created: SmallSet<ThreadId>,
+    pub may_created: BitSet<ThreadId>,
     /// Children possibly active.
-    pub may_active: SmallSet<ThreadId>,
+    pub may_active: BitSet<ThreadId>,
     /// Whether some certain path reaches the point.
     pub certain: bool,
     /// Children active for sure on some certain path (the union over certain facts of their
     /// `must_active`).
-    pub certainly_active: SmallSet<ThreadId>,
+    pub certainly_active: BitSet<ThreadId>,
 }
 
 /// Results of the active-threads analysis of every thread.
 pub struct MhpResult {
-    solutions: Vec<Solution<MhpFact>>,
+    solutions: Vec<Solution<dataflow::Facts<MhpFact>>>,
+    /// Index into `solutions` of each thread's solution.
+    by_thread: Vec<usize>,
 }
 
 impl MhpResult {
     /// Runs the analysis on every thread.
+    ///
+    /// The facts concern a thread's own children, which are identified by entry function and
+    /// create statement: threads with the same entry and the same contexts share a solution.
     pub fn compute(program: &Program, roles: &Roles, graph: &ThreadGraph) -> MhpResult {
         let mut keys = IdKeys::default();
-        let mut solutions = Vec::with_capacity(graph.contexts.len());
+        let mut unique: Vec<Solution<dataflow::Facts<MhpFact>>> = Vec::new();
+        let mut by_thread = Vec::with_capacity(graph.contexts.len());
         for tc in &graph.contexts {
+            let same = unique
+                .iter()
+                .position(|s| s.contexts.ctxs == tc.ctxs && s.contexts.calls == tc.calls);
+            if let Some(i) = same {
+                by_thread.push(i);
+                continue;
+            }
             let mut a = ActiveThreads {
                 program,
                 roles,
@@ -466,23 +488,37 @@ impl MhpResult {
                 keys: &mut keys,
                 free: FxHashMap::default(),
             };
-            solutions.push(dataflow::solve(
+            let init = dataflow::initial_facts(MhpFact::initial());
+            unique.push(dataflow::solve(
                 program,
-                tc,
-                &mut a,
-                vec![MhpFact::initial()],
+                tc.clone(),
+                &mut dataflow::Disjunctive(&mut a),
+                init,
+                u64::MAX,
             ));
+            by_thread.push(unique.len() - 1);
         }
-        MhpResult { solutions }
+        MhpResult {
+            solutions: unique,
+            by_thread,
+        }
     }
 
     /// The summary of the facts at a point.
     pub fn at(&self, p: Point) -> ActiveAt {
         let mut out = ActiveAt::default();
-        let Some(sol) = self.solutions.get(p.thread.0 as usize) else {
+        let Some(sol) = self
+            .by_thread
+            .get(p.thread.0 as usize)
+            .and_then(|i| self.solutions.get(*i))
+        else {
             return out;
         };
-        for f in sol.facts_at(p.ctx, p.node) {
+        for f in sol
+            .at(p.ctx, p.node)
+            .into_iter()
+            .flat_map(dataflow::facts_of)
+        {
             out.may_created = out.may_created.union(&f.may_created);
             out.may_active = out.may_active.union(&f.may_active);
             if f.certain {
