@@ -293,6 +293,17 @@ fn features<'p, B: Backend<'p>>(
                             Some(Role::SemWait { .. }) | Some(Role::SemPost { .. }) => {
                                 ("semaphores order and exclude threads", true, true)
                             }
+                            // POSIX lets a read lock fail (EAGAIN: too many readers); the
+                            // locksets assume it succeeds, which a no-race proof cannot.
+                            Some(Role::Lock {
+                                mode: crate::model::LockMode::Read,
+                                kind: crate::model::LockKind::Blocking,
+                                ..
+                            }) => (
+                                "read locks may fail (EAGAIN) and are assumed to succeed",
+                                false,
+                                true,
+                            ),
                             Some(Role::ThreadCreate { .. }) => {
                                 let site = crate::context::CallSite {
                                     func,
