@@ -242,6 +242,11 @@ impl ThreadContexts {
         id
     }
 
+    /// The id of a function context, if it was reached.
+    pub fn lookup(&self, c: &FnCtx) -> Option<FnCtxId> {
+        self.index.get(c).copied()
+    }
+
     /// The function context behind an id.
     pub fn ctx(&self, id: FnCtxId) -> &FnCtx {
         &self.ctxs[id.0 as usize]

@@ -255,6 +255,12 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
     fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &LockFact, out: &mut Vec<LockFact>) {
         let (ctx, eid) = (at.ctx, at.edge);
         let func = self.tc.ctx(ctx).func;
+        // Branches the backend proves impossible are not followed.
+        if matches!(edge.op, Op::Assume { .. })
+            && !self.backend.feasible(&self.tc.context(ctx, eid))
+        {
+            return;
+        }
         match &edge.op {
             Op::Call {
                 callee: Callee::Direct(f),

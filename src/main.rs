@@ -77,6 +77,8 @@ enum Format {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum BackendArg {
+    /// The thread-modular interval/points-to abstract interpreter (precise).
+    Value,
     /// Addresses read off the expressions (fast, imprecise through pointers).
     Syntactic,
 }
@@ -97,7 +99,7 @@ struct CheckArgs {
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// The backend answering pointer and value queries.
-    #[arg(long, value_enum, default_value_t = BackendArg::Syntactic)]
+    #[arg(long, value_enum, default_value_t = BackendArg::Value)]
     backend: BackendArg,
     /// Length of the call strings that distinguish contexts.
     #[arg(long, default_value_t = 1, value_name = "N")]
@@ -213,6 +215,7 @@ fn check(args: &CheckArgs) -> ExitCode {
     let opts = AnalysisOptions {
         backend: match args.backend {
             BackendArg::Syntactic => BackendKind::Syntactic,
+            BackendArg::Value => BackendKind::Value,
         },
         context_depth: args.context_depth,
         model,

@@ -30,8 +30,8 @@ use crate::ir::{
 };
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
-use racedar_domains::BitSet;
 use racedar_domains::Merge;
+use racedar_domains::{BitSet, Bool3};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -250,6 +250,7 @@ fn free_condition(program: &Program, free: &FxHashSet<LocalId>, cond: &Expr) -> 
 struct ActiveThreads<'a> {
     program: &'a Program,
     roles: &'a Roles,
+    branches: BranchOracle<'a>,
     tc: &'a ThreadContexts,
     graph: &'a ThreadGraph,
     keys: &'a mut IdKeys,
@@ -393,9 +394,15 @@ impl FactAnalysis for ActiveThreads<'_> {
                 }
             }
             Op::Assign { lhs, .. } => self.forget_key(&mut f, func, lhs),
-            Op::Assume { cond, .. } if f.certain => {
-                let free = self.free_of(func).clone();
-                f.certain = free_condition(self.program, &free, cond);
+            Op::Assume { cond, .. } => {
+                let taken = (self.branches)(&self.tc.context(ctx, eid));
+                if taken == Bool3::False {
+                    return;
+                }
+                if f.certain && taken != Bool3::True {
+                    let free = self.free_of(func).clone();
+                    f.certain = free_condition(self.program, &free, cond);
+                }
             }
             _ => {}
         }
@@ -456,6 +463,10 @@ pub struct ActiveAt {
     pub certainly_active: BitSet<ThreadId>,
 }
 
+/// What the backend knows about a branch statement (an `Assume` edge) in a context: never
+/// taken (`False`), always taken when its source is reached (`True`), or either (`Maybe`).
+pub type BranchOracle<'a> = &'a dyn Fn(&crate::context::Context) -> Bool3;
+
 /// Results of the active-threads analysis of every thread.
 pub struct MhpResult {
     solutions: Vec<Solution<dataflow::Facts<MhpFact>>>,
@@ -468,14 +479,24 @@ impl MhpResult {
     ///
     /// The facts concern a thread's own children, which are identified by entry function and
     /// create statement: threads with the same entry and the same contexts share a solution.
-    pub fn compute(program: &Program, roles: &Roles, graph: &ThreadGraph) -> MhpResult {
+    ///
+    /// `branches` tells, for a branch statement, whether it is never taken (`False`), always
+    /// taken when reached (`True`) or either. Threads share solutions only when `share` says
+    /// the oracle does not depend on the thread.
+    pub fn compute(
+        program: &Program,
+        roles: &Roles,
+        graph: &ThreadGraph,
+        branches: BranchOracle<'_>,
+        share: bool,
+    ) -> MhpResult {
         let mut keys = IdKeys::default();
         let mut unique: Vec<Solution<dataflow::Facts<MhpFact>>> = Vec::new();
         let mut by_thread = Vec::with_capacity(graph.contexts.len());
         for tc in &graph.contexts {
             let same = unique
                 .iter()
-                .position(|s| s.contexts.ctxs == tc.ctxs && s.contexts.calls == tc.calls);
+                .position(|s| share && s.contexts.ctxs == tc.ctxs && s.contexts.calls == tc.calls);
             if let Some(i) = same {
                 by_thread.push(i);
                 continue;
@@ -483,6 +504,7 @@ impl MhpResult {
             let mut a = ActiveThreads {
                 program,
                 roles,
+                branches,
                 tc,
                 graph,
                 keys: &mut keys,

@@ -4,7 +4,7 @@
 
 use crate::backend::Backend;
 use crate::backend::syntactic::Syntactic;
-use crate::context::ThreadId;
+use crate::backend::value::ValueBackend;
 use crate::ir::{Callee, FuncId, Linkage, Loc, Op, Program};
 use crate::lockset::{Inherited, LocksetResult};
 use crate::mhp::{MhpResult, Point, ThreadFacts};
@@ -19,8 +19,10 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum BackendKind {
     /// Addresses read off the expressions (seed 001 §4, "Syntactic backend").
-    #[default]
     Syntactic,
+    /// The thread-modular interval/points-to abstract interpreter (seed 001 §4–5).
+    #[default]
+    Value,
 }
 
 /// Options of the analysis.
@@ -37,7 +39,7 @@ pub struct AnalysisOptions {
 impl Default for AnalysisOptions {
     fn default() -> Self {
         AnalysisOptions {
-            backend: BackendKind::Syntactic,
+            backend: BackendKind::Value,
             context_depth: 1,
             model: Model::shipped(),
         }
@@ -80,11 +82,18 @@ pub struct Analysis<'p> {
 pub fn analyse<'p>(program: &'p Program, roles: &'p Roles, opts: &AnalysisOptions) -> Analysis<'p> {
     let mut phases = Vec::new();
     let t = Instant::now();
-    let backend = match opts.backend {
-        BackendKind::Syntactic => Syntactic::new(program, roles),
-    };
-    phases.push(("model", t.elapsed()));
-    run(program, roles, backend, opts, phases)
+    match opts.backend {
+        BackendKind::Syntactic => {
+            let backend = Syntactic::new(program, roles);
+            phases.push(("model", t.elapsed()));
+            run(program, roles, backend, opts, phases)
+        }
+        BackendKind::Value => {
+            let backend = ValueBackend::new(program, roles, opts.context_depth);
+            phases.push(("model", t.elapsed()));
+            run(program, roles, backend, opts, phases)
+        }
+    }
 }
 
 fn run<'p, B: Backend<'p>>(
@@ -110,9 +119,33 @@ fn run<'p, B: Backend<'p>>(
         });
         return empty(program, imprecision, phases);
     };
-    let init = backend.initial_state();
-    backend.analyse_thread(ThreadId::MAIN, main, &init);
-    let graph = ThreadGraph::build(program, roles, &backend, main, opts.context_depth);
+    // The thread-modular fixpoint (seed 001 Algorithm 1): rounds of thread analyses until
+    // the backend's results are stable.
+    let mut graph: Option<ThreadGraph> = None;
+    let graph = loop {
+        backend.begin_round(graph.as_ref());
+        let g = ThreadGraph::build(
+            program,
+            roles,
+            &mut backend,
+            main,
+            opts.context_depth,
+            graph.as_ref(),
+        );
+        let stable = backend.end_round(g.threads.len());
+        if stable {
+            break g;
+        }
+        graph = Some(g);
+    };
+    for reason in backend.degradations() {
+        imprecision.push(Imprecision {
+            reason,
+            loc: None,
+            blocks_race: false,
+            blocks_no_race: false,
+        });
+    }
     if graph.truncated {
         imprecision.push(Imprecision {
             reason: format!(
@@ -134,7 +167,14 @@ fn run<'p, B: Backend<'p>>(
     let mut locksets = LocksetResult::compute(program, roles, &backend, &graph.contexts);
     phases.push(("lockset", t.elapsed()));
     let t = Instant::now();
-    let mhp = MhpResult::compute(program, roles, &graph);
+    let branches = |ctx: &crate::context::Context| branch_outcome(program, &backend, ctx);
+    let mhp = MhpResult::compute(
+        program,
+        roles,
+        &graph,
+        &branches,
+        opts.backend == BackendKind::Syntactic,
+    );
     let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, &graph);
     phases.push(("mhp", t.elapsed()));
     let t = Instant::now();
@@ -232,6 +272,38 @@ fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision]) -> Verdict {
         Verdict::NoRace
     } else {
         Verdict::Unknown
+    }
+}
+
+/// Whether the branch statement of `ctx` is never taken, always taken when reached, or either,
+/// by the backend's values of its condition.
+fn branch_outcome<'p, B: Backend<'p>>(
+    program: &Program,
+    backend: &B,
+    ctx: &crate::context::Context,
+) -> racedar_domains::Bool3 {
+    use racedar_domains::Bool3;
+    let Some(edge) = program
+        .function(ctx.fctx.func)
+        .body
+        .as_ref()
+        .and_then(|c| c.edges.get(ctx.edge.0 as usize))
+    else {
+        return Bool3::Maybe;
+    };
+    let Op::Assume { cond, branch } = &edge.op else {
+        return Bool3::Maybe;
+    };
+    if !backend.feasible(ctx) {
+        return Bool3::False;
+    }
+    let r = backend.value(ctx, cond);
+    let nonzero = r.lo.is_some_and(|l| l > 0) || r.hi.is_some_and(|h| h < 0);
+    let zero = r.lo == Some(0) && r.hi == Some(0);
+    if (*branch && nonzero) || (!*branch && zero) {
+        Bool3::True
+    } else {
+        Bool3::Maybe
     }
 }
 

@@ -1,9 +1,9 @@
 //! Race fixtures with inline expectations (`tests/fixtures/races/README.md` documents the marks):
-//! each file is analysed with the syntactic backend and every mark is checked against the
-//! report.
+//! each file is analysed (value backend unless its `ARGS:` line says `--backend syntactic`) and
+//! every mark is checked against the report.
 
 use racedar::frontend::{self, FrontendOptions};
-use racedar::pipeline::{self, AnalysisOptions};
+use racedar::pipeline::{self, AnalysisOptions, BackendKind};
 use racedar::report::Report;
 use racedar::stats::RunStats;
 use std::collections::BTreeSet;
@@ -14,6 +14,7 @@ use std::path::Path;
 struct Expect {
     verdict: Option<String>,
     context_depth: Option<usize>,
+    syntactic: bool,
     must: BTreeSet<u32>,
     reported: BTreeSet<u32>,
     not_must: BTreeSet<u32>,
@@ -34,8 +35,12 @@ fn expectations(src: &str) -> Expect {
         }
         if let Some(a) = comment.trim().strip_prefix("ARGS:") {
             let a: Vec<&str> = a.split_whitespace().collect();
-            if let ["--context-depth", d] = a.as_slice() {
-                e.context_depth = d.parse().ok();
+            for w in a.windows(2) {
+                match w {
+                    ["--context-depth", d] => e.context_depth = d.parse().ok(),
+                    ["--backend", "syntactic"] => e.syntactic = true,
+                    _ => {}
+                }
             }
             continue;
         }
@@ -71,6 +76,11 @@ fn check_fixture(path: &Path) -> Vec<String> {
         .unwrap_or_else(|e| panic!("{} does not lower: {e}", rel.display()));
     let opts = AnalysisOptions {
         context_depth: exp.context_depth.unwrap_or(1),
+        backend: if exp.syntactic {
+            BackendKind::Syntactic
+        } else {
+            BackendKind::Value
+        },
         ..Default::default()
     };
     let roles = opts.model.classify(&program);

@@ -12,7 +12,7 @@
 //!
 //! A backend keeps the results of `analyse_thread` itself, keyed by thread, so the queries take
 //! only the [`Context`]. Two implementations: [`syntactic`] (addresses read off expressions, no
-//! state) and, later, the value analysis.
+//! state) and [`value`] (the interval/points-to abstract interpreter, thread-modular).
 //!
 //! Addresses are a [`Base`] (a memory object) plus a [`ByteRange`] inside it. When a backend
 //! cannot tell where a pointer points, an access gets a [`Target::Typed`] target: it may touch
@@ -20,10 +20,12 @@
 
 pub mod accesses;
 pub mod syntactic;
+pub mod value;
 
-use crate::context::{Context, ThreadId};
+use crate::context::{CallSite, Context, ThreadContexts, ThreadId};
 use crate::ir::types::{CompId, IntKind, TypeKind, TypeTable};
 use crate::ir::{EdgeId, Expr, FuncId, GlobalId, LocalId, Lval, StrId, TypeId};
+use crate::threads::ThreadGraph;
 
 /// A memory object (seed 001 §3, "base address").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,6 +54,9 @@ pub enum Base {
     Str(StrId),
     /// The hidden state of a library function that is not thread-safe.
     Hidden(FuncId),
+    /// The code of a function: the target of a function pointer in the value analysis; never
+    /// accessed as data.
+    Func(FuncId),
 }
 
 /// A half-open byte range `[lo, hi)` inside a base; `hi == u64::MAX` means "to the end".
@@ -214,19 +219,37 @@ impl IntRange {
 }
 
 /// The backend interface (seed 001 Fig. 2).
+///
+/// The thread-modular fixpoint (seed 001 Algorithm 1) drives it in rounds: each round builds the
+/// thread-creation graph, analysing every thread it discovers with
+/// [`Backend::analyse_thread`]; rounds repeat until [`Backend::end_round`] says the results
+/// are stable.
 pub trait Backend<'p> {
-    /// Abstract state (the initial state of a thread, the state at a statement).
+    /// Abstract state at a statement.
     type State: Clone + std::fmt::Debug;
 
     /// Name shown in reports (`syntactic`, `value`).
     fn name(&self) -> &'static str;
 
-    /// The state before any thread runs (initial values of globals).
-    fn initial_state(&self) -> Self::State;
+    /// Starts a round; `prev` is the previous round's thread-creation graph.
+    fn begin_round(&mut self, _prev: Option<&ThreadGraph>) {}
 
-    /// Analyses `thread` (entry `entry`) as a sequential program from `init`, keeping the
-    /// result for the queries.
-    fn analyse_thread(&mut self, thread: ThreadId, entry: FuncId, init: &Self::State);
+    /// Analyses `thread` (entry `entry`, created at `site`; `None` for `main`) as a
+    /// sequential program from the state its creators pass it, keeping the result for the
+    /// queries.
+    fn analyse_thread(&mut self, thread: ThreadId, entry: FuncId, site: Option<CallSite>);
+
+    /// Ends a round whose graph has `threads` threads; whether the results are stable (no
+    /// further round needed).
+    fn end_round(&mut self, _threads: usize) -> bool {
+        true
+    }
+
+    /// The function contexts the analysis of `thread` reached, with the calls between them
+    /// (`None`: the caller enumerates them from [`Backend::functions`]).
+    fn thread_contexts(&self, _thread: ThreadId) -> Option<ThreadContexts> {
+        None
+    }
 
     /// The state before the statement of `ctx`.
     fn state(&self, ctx: &Context) -> Self::State;
@@ -242,4 +265,22 @@ pub trait Backend<'p> {
 
     /// The memory accesses of the statement of `ctx` (not those of called functions).
     fn accesses(&self, ctx: &Context) -> Vec<MemAccess<'p>>;
+
+    /// Whether the statement of `ctx` can execute (its source is reachable and, for a branch,
+    /// its condition can hold). Defaults to true.
+    fn feasible(&self, _ctx: &Context) -> bool {
+        true
+    }
+
+    /// Whether `base` stands for a single concrete object in every run (a heap base
+    /// allocated at most once). Defaults to false.
+    fn single_object(&self, _base: &Base) -> bool {
+        false
+    }
+
+    /// Reasons the backend's results are less precise than usual (budget exhausted,
+    /// fixpoint not reached), for the verdict's imprecision list.
+    fn degradations(&self) -> Vec<String> {
+        Vec::new()
+    }
 }

@@ -12,7 +12,7 @@ use super::{
     Address, Backend, Base, ByteRange, FuncTargets, IntRange, MemAccess, PointsTo, Target,
     TypeClass,
 };
-use crate::context::{Context, ThreadId};
+use crate::context::{CallSite, Context, ThreadId};
 use crate::ir::types::{ArrayLen, TypeKind, TypeTable};
 use crate::ir::visit::{op_exprs, strip_casts, walk_expr};
 use crate::ir::{BinOp, Expr, ExprKind, FuncId, Host, Lval, Program, Proj, TypeId, Var};
@@ -130,8 +130,13 @@ pub fn projection_range(
     (ByteRange::sized(off, size), exact)
 }
 
-/// Byte range of the memory location of bit-field `index` of `info` placed at `comp_off`.
-fn bitfield_location(info: &crate::ir::types::CompInfo, index: usize, comp_off: u64) -> ByteRange {
+/// Byte range of the memory location (C11 §3.14: the run of adjacent bit-fields) of bit-field
+/// `index` of `info`, for the struct placed at byte `comp_off`.
+pub fn bitfield_location(
+    info: &crate::ir::types::CompInfo,
+    index: usize,
+    comp_off: u64,
+) -> ByteRange {
     let is_bf = |i: usize| {
         info.fields
             .get(i)
@@ -321,9 +326,7 @@ impl<'p> Backend<'p> for Syntactic<'p> {
         "syntactic"
     }
 
-    fn initial_state(&self) -> Self::State {}
-
-    fn analyse_thread(&mut self, _thread: ThreadId, _entry: FuncId, _init: &Self::State) {}
+    fn analyse_thread(&mut self, _thread: ThreadId, _entry: FuncId, _site: Option<CallSite>) {}
 
     fn state(&self, _ctx: &Context) -> Self::State {}
 

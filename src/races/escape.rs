@@ -121,7 +121,7 @@ impl Escape {
             Base::Global(g) => self.globals.contains(g) || self.external.contains(g),
             Base::Local { func, local, .. } => self.locals.contains(&(*func, *local)),
             Base::Heap { .. } => true,
-            Base::Str(_) | Base::Hidden(_) => false,
+            Base::Str(_) | Base::Hidden(_) | Base::Func(_) => false,
         }
     }
 }

@@ -425,7 +425,10 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         if !a.precise || !b.precise {
             reasons.add(2);
         }
-        if matches!(a.target, Target::Addr(x) if matches!(x.base, Base::Heap { .. })) {
+        if let Target::Addr(x) = a.target
+            && let Base::Heap { thread, .. } = x.base
+            && !(inp.backend.single_object(&x.base) && tf[thread.0 as usize].unique)
+        {
             reasons.add(3);
         }
         if a.thread == b.thread {

@@ -266,6 +266,7 @@ pub fn base_name(p: &Program, b: &Base, off: u64) -> String {
         Base::Heap { .. } => "<heap>".to_string(),
         Base::Str(_) => "<string>".to_string(),
         Base::Hidden(f) => format!("<state of {}()>", p.function(*f).name),
+        Base::Func(f) => p.function(*f).name.clone(),
     };
     if off == 0 {
         name

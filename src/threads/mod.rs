@@ -181,9 +181,10 @@ impl ThreadGraph {
     pub fn build<'p, B: Backend<'p>>(
         program: &Program,
         roles: &Roles,
-        backend: &B,
+        backend: &mut B,
         main: FuncId,
         depth: usize,
+        prev: Option<&ThreadGraph>,
     ) -> ThreadGraph {
         let mut threads = vec![Thread {
             id: ThreadId::MAIN,
@@ -197,6 +198,17 @@ impl ThreadGraph {
         }];
         let mut contexts: Vec<ThreadContexts> = Vec::new();
         let mut by_key: FxHashMap<(FuncId, CallSite), ThreadId> = FxHashMap::default();
+        // Threads of the previous round keep their ids (bases name threads by id).
+        if let Some(prev) = prev {
+            for t in prev.threads.iter().skip(1) {
+                let mut t = t.clone();
+                t.parents.clear();
+                if let Some(site) = t.site {
+                    by_key.insert((t.entry, site), t.id);
+                }
+                threads.push(t);
+            }
+        }
         // Multiplicity of each create site in each thread: (thread, site) -> mult.
         let mut site_mult: FxHashMap<(ThreadId, CallSite), Mult> = FxHashMap::default();
         let mut loops = LoopCache::default();
@@ -205,14 +217,18 @@ impl ThreadGraph {
         while next < threads.len() {
             let tid = ThreadId(next as u32);
             let entry = threads[next].entry;
-            let tc = ThreadContexts::build(program, roles, tid, entry, depth, &mut |fctx, e| {
-                let ctx = Context {
-                    thread: tid,
-                    fctx: fctx.clone(),
-                    edge: EdgeId(0),
-                };
-                backend.functions(&ctx, e).funcs
-            });
+            backend.analyse_thread(tid, entry, threads[next].site);
+            let tc = match backend.thread_contexts(tid) {
+                Some(tc) => tc,
+                None => ThreadContexts::build(program, roles, tid, entry, depth, &mut |fctx, e| {
+                    let ctx = Context {
+                        thread: tid,
+                        fctx: fctx.clone(),
+                        edge: EdgeId(0),
+                    };
+                    backend.functions(&ctx, e).funcs
+                }),
+            };
             let mult = context_multiplicity(program, &tc, &mut loops);
             // Create statements in every context, in a deterministic order.
             let mut creates: Vec<(CallSite, FnCtxId)> = Vec::new();

@@ -1,0 +1,1191 @@
+//! Transfer functions of the value analysis: expression evaluation, assignments, branch
+//! refinement, calls and library models, over the memory of [`super::memory`] (seed 001 §4,
+//! "EVA backend"; §5.3.1 for the shared-memory reads of the over-approximating mode).
+//!
+//! **Shared memory.** A thread's state tracks its own stores flow-sensitively. What other
+//! threads store comes from the *shared invariant* ([`Shared`]): per base and writing thread,
+//! the join of every value stored to it. A read of memory another thread may write returns the
+//! thread's own value joined with the other threads' (and, for a thread that may run several
+//! times, its own other instances') stores, so a branch on a flag another thread changes stays
+//! reachable (seed 001 Fig. 5). The thread-modular fixpoint ([`super::ValueBackend`]) repeats
+//! the thread analyses until the invariant is stable.
+//!
+//! Assumptions (documented in DESIGN.md's spirit, "sound up to"): writes through pointers the
+//! analysis cannot resolve change no tracked value; a recursive function's pointer stores into
+//! its caller's instance of a local are joined, not lost; `malloc` does not return null.
+
+use super::memory::{Obj, State, Val, top};
+use crate::backend::Base;
+use crate::backend::syntactic::bitfield_location;
+use crate::context::{CallKind, CallSite, CallTarget, ThreadId};
+use crate::dataflow::{At, Callees, Domain};
+use crate::ir::types::{IntKind, TypeKind};
+use crate::ir::visit::strip_casts;
+use crate::ir::{
+    BinOp, Callee, Edge, Expr, ExprKind, FuncId, Host, LocalId, Lval, Op, Program, Proj, TypeId,
+    UnOp, Var,
+};
+use crate::model::{Role, Roles};
+use racedar_domains::{Bool3, Interval, Ptr, Value};
+use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
+
+impl Domain for State {
+    fn bottom() -> Self {
+        State::bottom()
+    }
+    fn is_bottom(&self) -> bool {
+        !self.live
+    }
+    fn join_with(&mut self, o: &Self) -> bool {
+        State::join_with(self, o)
+    }
+    fn widen_with(&mut self, o: &Self) -> bool {
+        State::widen_with(self, o)
+    }
+    fn narrow_with(&mut self, o: &Self) -> bool {
+        State::narrow_with(self, o)
+    }
+    const NARROWS: bool = true;
+}
+
+/// The shared invariant: per base, the objects each thread stored to it (joined over all its
+/// stores).
+#[derive(Clone, Debug, Default)]
+pub struct Shared {
+    by_base: FxHashMap<Base, SmallVec<[(ThreadId, Obj); 1]>>,
+}
+
+impl Shared {
+    /// What threads other than `reader` (and `reader`'s other instances, unless it is unique
+    /// or the base is its own local) may have stored at `off` (`size` bytes) of `b`.
+    pub fn read(&self, b: &Base, reader: ThreadId, unique: bool, off: Interval, size: u64) -> Val {
+        let Some(ws) = self.by_base.get(b) else {
+            return Val::bottom();
+        };
+        let own_local = matches!(b, Base::Local { thread, .. } if *thread == reader);
+        let mut out = Val::bottom();
+        for (w, o) in ws {
+            if *w != reader || (!unique && !own_local) {
+                out = out.join(&o.read(off, size));
+            }
+        }
+        out
+    }
+
+    /// Whether some thread other than `reader` stored to `b`.
+    pub fn written_by_others(&self, b: &Base, reader: ThreadId) -> bool {
+        self.by_base
+            .get(b)
+            .is_some_and(|ws| ws.iter().any(|(w, _)| *w != reader))
+    }
+
+    /// Joins (`widen`: widens) the stores of `writer`; whether anything changed.
+    pub fn merge(&mut self, writer: ThreadId, stores: FxHashMap<Base, Obj>, widen: bool) -> bool {
+        let mut changed = false;
+        let mut stores: Vec<(Base, Obj)> = stores.into_iter().collect();
+        stores.sort_by_key(|a| a.0);
+        for (b, o) in stores {
+            let ws = self.by_base.entry(b).or_default();
+            match ws.iter_mut().find(|(w, _)| *w == writer) {
+                Some((_, old)) => changed |= old.join_with(&o, widen),
+                None => {
+                    ws.push((writer, o));
+                    ws.sort_by_key(|(w, _)| *w);
+                    changed = true;
+                }
+            }
+        }
+        changed
+    }
+}
+
+/// The addresses an lvalue designates.
+#[derive(Clone, Debug, Default)]
+pub struct Addrs {
+    /// Known objects and byte-offset intervals of the first accessed byte.
+    pub targets: SmallVec<[(Base, Interval); 1]>,
+    /// Some address is unknown.
+    pub unknown: bool,
+    /// Bytes accessed.
+    pub size: u64,
+    /// A bit-field: the bytes are its memory location, which other fields share.
+    pub bitfield: bool,
+}
+
+/// What a thread's analysis produced besides its states.
+#[derive(Clone, Debug, Default)]
+pub struct Effects {
+    /// The thread's stores to memory other threads may see.
+    pub stores: FxHashMap<Base, Obj>,
+    /// States at create statements and the argument passed, by create site.
+    pub creates: FxHashMap<CallSite, (State, Val)>,
+    /// Heap bases that stood for several objects.
+    pub summaries: FxHashSet<Base>,
+}
+
+/// The transfer functions of one thread.
+pub struct Interp<'a, 'p> {
+    /// The program.
+    pub program: &'p Program,
+    /// Library roles.
+    pub roles: &'a Roles,
+    /// The thread analysed.
+    pub thread: ThreadId,
+    /// Whether the thread runs at most once.
+    pub unique: bool,
+    /// Other threads' stores.
+    pub shared: &'a Shared,
+    /// Locals whose address is taken.
+    pub addr_taken: &'a FxHashSet<(FuncId, LocalId)>,
+    /// What the analysis produced.
+    pub effects: Effects,
+}
+
+/// The negation of a comparison.
+fn negate(op: BinOp) -> BinOp {
+    use BinOp::*;
+    match op {
+        Lt => Ge,
+        Ge => Lt,
+        Gt => Le,
+        Le => Gt,
+        Eq => Ne,
+        Ne => Eq,
+        o => o,
+    }
+}
+
+/// The comparison with its operands swapped.
+fn flip(op: BinOp) -> BinOp {
+    use BinOp::*;
+    match op {
+        Lt => Gt,
+        Gt => Lt,
+        Le => Ge,
+        Ge => Le,
+        o => o,
+    }
+}
+
+/// Whether a value is zero: always, never or maybe.
+pub fn truth(v: &Val) -> Bool3 {
+    if v.is_bottom() {
+        return Bool3::Maybe;
+    }
+    let may_zero = v.int.contains(0) || v.ptr.null;
+    let may_nonzero = (!v.int.is_bottom() && v.int.as_constant() != Some(0))
+        || !v.ptr.targets().is_empty()
+        || v.ptr.unknown;
+    match (may_zero, may_nonzero) {
+        (true, false) => Bool3::False,
+        (false, true) => Bool3::True,
+        _ => Bool3::Maybe,
+    }
+}
+
+fn bool_val(b: Bool3) -> Val {
+    Val::int(match b {
+        Bool3::True => Interval::constant(1),
+        Bool3::False => Interval::constant(0),
+        Bool3::Maybe => Interval::new(0, 1),
+    })
+}
+
+impl<'p> Interp<'_, 'p> {
+    fn types(&self) -> &'p crate::ir::TypeTable {
+        &self.program.types
+    }
+
+    /// Bits and signedness of an integer type.
+    fn int_shape(&self, ty: TypeId) -> Option<(u32, bool, IntKind)> {
+        let k = self.types().int_kind(ty)?;
+        let bits = self.types().size_of(ty).unwrap_or(8) as u32 * 8;
+        Some((bits, k.is_signed(), k))
+    }
+
+    /// Any value of type `ty`.
+    pub fn top_of(&self, ty: TypeId) -> Val {
+        match self.int_shape(ty) {
+            Some((_, _, IntKind::Bool)) => Val::int(Interval::new(0, 1)),
+            Some((bits, signed, _)) => Val::int(Interval::TOP.wrap(bits, signed)),
+            None => match self.types().kind(ty) {
+                TypeKind::Float(_) | TypeKind::Complex(_) => Val::int(Interval::TOP),
+                _ => top(),
+            },
+        }
+    }
+
+    /// `v` converted to type `ty` (integers wrap; pointers keep their addresses).
+    fn convert(&self, v: Val, ty: TypeId) -> Val {
+        match self.int_shape(ty) {
+            Some((_, _, IntKind::Bool)) => bool_val(truth(&v)),
+            Some((bits, signed, _)) => Value {
+                int: v.int.wrap(bits, signed),
+                ptr: v.ptr,
+            },
+            None => match self.types().kind(ty) {
+                TypeKind::Float(_) | TypeKind::Complex(_) => Val::int(Interval::TOP),
+                _ => v,
+            },
+        }
+    }
+
+    /// Whether reads of `b` must include other threads' stores.
+    fn shared_base(&self, b: &Base) -> bool {
+        match b {
+            Base::Local {
+                thread,
+                func,
+                local,
+            } => *thread != self.thread || self.addr_taken.contains(&(*func, *local)),
+            Base::Global(g) => !self.program.global(*g).thread_local,
+            Base::Heap { .. } => true,
+            Base::Str(_) | Base::Hidden(_) | Base::Func(_) => false,
+        }
+    }
+
+    /// Reads `size` bytes at `off` of `b`.
+    pub fn read(&self, s: &State, b: &Base, off: Interval, size: u64) -> Val {
+        let own = match s.stored(b) {
+            Some(o) => o.read(off, size),
+            None => s.frame.default_obj(b).read(off, size),
+        };
+        if self.shared_base(b) {
+            own.join(&self.shared.read(b, self.thread, self.unique, off, size))
+        } else {
+            own
+        }
+    }
+
+    /// Stores `v` at `off` of `b` in `s` (and in the thread's visible stores).
+    pub fn store(
+        &mut self,
+        s: &mut State,
+        b: Base,
+        off: Interval,
+        size: u64,
+        v: &Val,
+        strong: bool,
+    ) {
+        if matches!(b, Base::Func(_) | Base::Str(_)) {
+            return;
+        }
+        let mut o = s.obj(&b);
+        o.write(off, size, v, strong);
+        s.set(b, o);
+        if self.shared_base(&b) {
+            self.effects
+                .stores
+                .entry(b)
+                .or_insert_with(Obj::empty)
+                .write(off, size, v, false);
+        }
+    }
+
+    /// The addresses `lv` designates in `s` (function `func`).
+    pub fn lval_addrs(&self, s: &State, func: FuncId, lv: &Lval) -> Addrs {
+        let types = self.types();
+        let mut out = Addrs {
+            size: types.size_of(lv.ty).unwrap_or(1),
+            ..Addrs::default()
+        };
+        let (mut targets, start_ty): (SmallVec<[(Base, Interval); 1]>, TypeId) = match &lv.host {
+            Host::Var(Var::Global(g)) => (
+                smallvec::smallvec![(Base::Global(*g), Interval::constant(0))],
+                self.program.global(*g).ty,
+            ),
+            Host::Var(Var::Local(l)) => {
+                let f = self.program.function(func);
+                let Some(local) = f.locals.get(l.0 as usize) else {
+                    out.unknown = true;
+                    return out;
+                };
+                (
+                    smallvec::smallvec![(
+                        Base::Local {
+                            thread: self.thread,
+                            func,
+                            local: *l,
+                        },
+                        Interval::constant(0)
+                    )],
+                    local.ty,
+                )
+            }
+            Host::Deref(p) => {
+                let v = self.eval(s, func, p).as_ptr();
+                out.unknown = v.unknown;
+                let ts = v
+                    .targets()
+                    .iter()
+                    .filter(|(b, _)| !matches!(b, Base::Func(_)))
+                    .copied()
+                    .collect();
+                let pointee = types.pointee(p.ty).unwrap_or(lv.ty);
+                (ts, pointee)
+            }
+        };
+        let mut ty = start_ty;
+        let mut delta = Interval::constant(0);
+        for (i, p) in lv.proj.iter().enumerate() {
+            match p {
+                Proj::Field { comp, index } => {
+                    let info = types.comp(*comp);
+                    let Some(f) = info.fields.get(*index as usize) else {
+                        out.unknown = true;
+                        return out;
+                    };
+                    if f.bit_field.is_some() && i + 1 == lv.proj.len() {
+                        let loc = bitfield_location(info, *index as usize, 0);
+                        delta = delta.add(&Interval::constant(loc.lo as i128));
+                        out.size = loc.hi - loc.lo;
+                        out.bitfield = true;
+                    } else {
+                        delta = delta.add(&Interval::constant(f.offset as i128));
+                    }
+                    ty = f.ty;
+                }
+                Proj::Index(ix) => {
+                    let TypeKind::Array { elem, .. } = types.kind(ty) else {
+                        out.unknown = true;
+                        return out;
+                    };
+                    let esize = types.size_of(*elem).unwrap_or(1) as i128;
+                    let iv = self.eval(s, func, ix).as_int();
+                    delta = delta.add(&iv.mul(&Interval::constant(esize)));
+                    ty = *elem;
+                }
+            }
+        }
+        for (_, off) in targets.iter_mut() {
+            *off = off.add(&delta);
+            if off.lo() < 0 {
+                *off = off.meet(&Interval::new(0, racedar_domains::interval::POS_INF));
+            }
+        }
+        targets.retain(|(_, off)| !off.is_bottom());
+        out.targets = targets;
+        out
+    }
+
+    /// The value of `e` in state `s` of function `func`.
+    pub fn eval(&self, s: &State, func: FuncId, e: &Expr) -> Val {
+        match &e.kind {
+            ExprKind::Int(v) => Val::int(Interval::constant(*v)),
+            ExprKind::Float(_) => Val::int(Interval::TOP),
+            ExprKind::Str(id) => Val::address(Base::Str(*id), Interval::constant(0)),
+            ExprKind::Func(f) => Val::address(Base::Func(*f), Interval::constant(0)),
+            ExprKind::Unknown => self.top_of(e.ty),
+            ExprKind::Load(lv) => {
+                if self.types().is_aggregate(lv.ty) {
+                    return top();
+                }
+                let a = self.lval_addrs(s, func, lv);
+                if a.unknown || a.bitfield {
+                    return self.top_of(lv.ty);
+                }
+                let mut v = Val::bottom();
+                for (b, off) in &a.targets {
+                    v = v.join(&self.read(s, b, *off, a.size));
+                }
+                if v.is_bottom() {
+                    // Memory nobody is known to have stored to: any value of the type.
+                    return self.top_of(lv.ty);
+                }
+                v
+            }
+            ExprKind::AddrOf(lv) => {
+                let a = self.lval_addrs(s, func, lv);
+                let mut p = if a.unknown {
+                    Ptr::unknown()
+                } else {
+                    Ptr::none()
+                };
+                if !a.unknown {
+                    for (b, off) in &a.targets {
+                        p.add(*b, *off);
+                    }
+                }
+                Value {
+                    int: Interval::BOTTOM,
+                    ptr: p,
+                }
+            }
+            ExprKind::Cast(a) => {
+                let v = self.eval(s, func, a);
+                self.convert(v, e.ty)
+            }
+            ExprKind::Unary(op, a) => {
+                let v = self.eval(s, func, a);
+                match op {
+                    UnOp::LogNot => bool_val(match truth(&v) {
+                        Bool3::True => Bool3::False,
+                        Bool3::False => Bool3::True,
+                        Bool3::Maybe => Bool3::Maybe,
+                    }),
+                    UnOp::Neg => self.convert(Val::int(v.as_int().neg()), e.ty),
+                    UnOp::BitNot => self.convert(Val::int(v.as_int().bitnot()), e.ty),
+                }
+            }
+            ExprKind::Binary(op, a, b) => self.binary(s, func, *op, a, b, e.ty),
+        }
+    }
+
+    fn elem_size(&self, ptr_ty: TypeId) -> i128 {
+        self.types()
+            .pointee(ptr_ty)
+            .and_then(|t| self.types().size_of(t))
+            .unwrap_or(1)
+            .max(1) as i128
+    }
+
+    fn binary(&self, s: &State, func: FuncId, op: BinOp, a: &Expr, b: &Expr, ty: TypeId) -> Val {
+        let va = self.eval(s, func, a);
+        let vb = self.eval(s, func, b);
+        if va.is_bottom() || vb.is_bottom() {
+            return Val::bottom();
+        }
+        use BinOp::*;
+        match op {
+            PtrAdd | PtrSub => {
+                let esize = self.elem_size(a.ty);
+                let mut d = vb.as_int().mul(&Interval::constant(esize));
+                if op == PtrSub {
+                    d = d.neg();
+                }
+                let mut ptr = va.ptr.offset_by(&d);
+                ptr.null = false;
+                if va.ptr.null && !va.int.is_bottom() {
+                    ptr.null = va.int.add(&d).contains(0);
+                }
+                Value {
+                    int: if va.int.is_bottom() {
+                        Interval::BOTTOM
+                    } else {
+                        va.int.add(&d)
+                    },
+                    ptr,
+                }
+            }
+            PtrDiff => {
+                let esize = self.elem_size(a.ty);
+                let (pa, pb) = (va.as_ptr(), vb.as_ptr());
+                match (pa.targets(), pb.targets()) {
+                    ([(ba, oa)], [(bb, ob)]) if ba == bb && !pa.unknown && !pb.unknown => {
+                        let d = oa.sub(ob).div(&Interval::constant(esize));
+                        self.convert(Val::int(d), ty)
+                    }
+                    _ => self.top_of(ty),
+                }
+            }
+            Lt | Gt | Le | Ge | Eq | Ne => bool_val(self.compare(op, &va, &vb, a.ty)),
+            _ => {
+                let (x, y) = (va.as_int(), vb.as_int());
+                let r = match op {
+                    Add => x.add(&y),
+                    Sub => x.sub(&y),
+                    Mul => x.mul(&y),
+                    Div => x.div(&y),
+                    Rem => x.rem(&y),
+                    Shl => x.shl(&y),
+                    Shr => x.shr(&y),
+                    BitAnd => x.bitand(&y),
+                    BitOr => x.bitor(&y, false),
+                    BitXor => x.bitor(&y, true),
+                    _ => Interval::TOP,
+                };
+                self.convert(Val::int(r), ty)
+            }
+        }
+    }
+
+    /// The outcome of comparing `a` and `b` (operands of type `ty`).
+    fn compare(&self, op: BinOp, a: &Val, b: &Val, ty: TypeId) -> Bool3 {
+        use BinOp::*;
+        let pointers = self.types().is_pointer(ty)
+            || !a.ptr.targets().is_empty()
+            || !b.ptr.targets().is_empty();
+        if pointers {
+            let (pa, pb) = (a.as_ptr(), b.as_ptr());
+            let only_null = |p: &Ptr<Base>| p.null && p.targets().is_empty() && !p.unknown;
+            let eq = if only_null(&pa) && only_null(&pb) {
+                Bool3::True
+            } else if (only_null(&pa) && !pb.null && !pb.unknown)
+                || (only_null(&pb) && !pa.null && !pa.unknown)
+            {
+                Bool3::False
+            } else {
+                match (pa.targets(), pb.targets()) {
+                    ([(ba, oa)], [(bb, ob)])
+                        if !pa.null && !pb.null && !pa.unknown && !pb.unknown =>
+                    {
+                        if ba != bb {
+                            Bool3::False
+                        } else {
+                            oa.eq3(ob)
+                        }
+                    }
+                    _ => Bool3::Maybe,
+                }
+            };
+            return match op {
+                Eq => eq,
+                Ne => match eq {
+                    Bool3::True => Bool3::False,
+                    Bool3::False => Bool3::True,
+                    Bool3::Maybe => Bool3::Maybe,
+                },
+                _ => Bool3::Maybe,
+            };
+        }
+        let (x, y) = (a.as_int(), b.as_int());
+        let not = |b: Bool3| match b {
+            Bool3::True => Bool3::False,
+            Bool3::False => Bool3::True,
+            Bool3::Maybe => Bool3::Maybe,
+        };
+        match op {
+            Lt => x.lt(&y),
+            Gt => y.lt(&x),
+            Le => not(y.lt(&x)),
+            Ge => not(x.lt(&y)),
+            Eq => x.eq3(&y),
+            Ne => not(x.eq3(&y)),
+            _ => Bool3::Maybe,
+        }
+    }
+
+    /// `lv = v` in `s`.
+    pub fn assign(&mut self, s: &mut State, func: FuncId, lv: &Lval, v: &Val) {
+        let a = self.lval_addrs(s, func, lv);
+        let strong = a.targets.len() == 1
+            && !a.unknown
+            && !a.bitfield
+            && a.targets[0].1.as_constant().is_some();
+        let v = if a.bitfield {
+            self.top_of(lv.ty)
+        } else {
+            v.clone()
+        };
+        for (b, off) in a.targets {
+            self.store(s, b, off, a.size, &v, strong);
+        }
+    }
+
+    /// `lv = *src` for an aggregate: cell by cell when both sides are one exact object.
+    fn copy_aggregate(&mut self, s: &mut State, func: FuncId, lv: &Lval, rhs: &Expr) {
+        let dst = self.lval_addrs(s, func, lv);
+        let size = dst.size;
+        let src = match &rhs.kind {
+            ExprKind::Load(r) => Some(self.lval_addrs(s, func, r)),
+            _ => None,
+        };
+        let exact = |a: &Addrs| {
+            a.targets.len() == 1 && !a.unknown && a.targets[0].1.as_constant().is_some()
+        };
+        if let Some(src) = src.filter(|x| exact(x) && exact(&dst)) {
+            let (sb, so) = src.targets[0];
+            let (db, doff) = dst.targets[0];
+            let (so, doff) = (
+                so.as_constant().unwrap_or(0) as u64,
+                doff.as_constant().unwrap_or(0) as u64,
+            );
+            let sobj = match s.stored(&sb) {
+                Some(o) => o.clone(),
+                None => s.frame.default_obj(&sb),
+            };
+            // Bytes without a cell in the source: its rest (and others' stores).
+            let mut rest = sobj.rest.clone();
+            if self.shared_base(&sb) {
+                rest = rest.join(&self.shared.read(
+                    &sb,
+                    self.thread,
+                    self.unique,
+                    Interval::new(so as i128, (so + size) as i128),
+                    1,
+                ));
+            }
+            self.store(
+                s,
+                db,
+                Interval::new(doff as i128, (doff + size.max(1) - 1) as i128),
+                1,
+                &rest,
+                false,
+            );
+            for c in sobj.cells() {
+                if c.off >= so && c.off + c.size <= so + size {
+                    let v = self.read(s, &sb, Interval::constant(c.off as i128), c.size);
+                    self.store(
+                        s,
+                        db,
+                        Interval::constant((doff + c.off - so) as i128),
+                        c.size,
+                        &v,
+                        true,
+                    );
+                }
+            }
+            return;
+        }
+        for (b, off) in dst.targets {
+            let hi = off.hi().saturating_add(size.max(1) as i128 - 1);
+            self.store(s, b, Interval::new(off.lo(), hi), 1, &top(), false);
+        }
+    }
+
+    /// Stores unknown values into every object `p` may point to, from the pointed byte on.
+    fn havoc_pointee(&mut self, s: &mut State, func: FuncId, p: &Expr) {
+        let v = self.eval(s, func, p).as_ptr();
+        for (b, off) in v.targets().to_vec() {
+            if matches!(b, Base::Func(_) | Base::Str(_)) {
+                continue;
+            }
+            let range = Interval::new(off.lo().max(0), racedar_domains::interval::POS_INF);
+            self.store(s, b, range, 1, &top(), false);
+        }
+    }
+
+    /// Refines `s` with `cond` evaluating to `branch`; false when the branch is infeasible.
+    pub fn assume(&self, s: &mut State, func: FuncId, cond: &Expr, branch: bool) -> bool {
+        let t = truth(&self.eval(s, func, cond));
+        if (branch && t == Bool3::False) || (!branch && t == Bool3::True) {
+            return false;
+        }
+        self.refine(s, func, cond, branch, 0);
+        true
+    }
+
+    fn value_preserving<'e>(&self, e: &'e Expr) -> Option<&'e Expr> {
+        let ExprKind::Cast(inner) = &e.kind else {
+            return None;
+        };
+        let (to, from) = (e.ty, inner.ty);
+        if self.types().is_pointer(to) && self.types().is_pointer(from) {
+            return Some(inner);
+        }
+        match (self.int_shape(to), self.int_shape(from)) {
+            (Some((tb, ts, tk)), Some((fb, fs, fk)))
+                if tk != IntKind::Bool && fk != IntKind::Bool =>
+            {
+                let fits = (ts == fs && tb >= fb) || (ts && !fs && tb > fb);
+                fits.then_some(inner)
+            }
+            _ => None,
+        }
+    }
+
+    fn refine(&self, s: &mut State, func: FuncId, cond: &Expr, branch: bool, depth: u32) {
+        if depth > 8 {
+            return;
+        }
+        match &cond.kind {
+            ExprKind::Unary(UnOp::LogNot, a) => self.refine(s, func, a, !branch, depth + 1),
+            // A truth test survives any cast that keeps zero and non-zero apart.
+            ExprKind::Cast(a)
+                if self.value_preserving(cond).is_some()
+                    || self.types().int_kind(cond.ty) == Some(IntKind::Bool) =>
+            {
+                self.refine(s, func, a, branch, depth + 1);
+            }
+            ExprKind::Binary(op, a, b) if op.is_comparison() => {
+                let op = if branch { *op } else { negate(*op) };
+                let va = self.eval(s, func, a);
+                let vb = self.eval(s, func, b);
+                self.refine_side(s, func, a, op, &vb);
+                self.refine_side(s, func, b, flip(op), &va);
+            }
+            ExprKind::Load(_) => {
+                let zero = Val::int(Interval::constant(0));
+                let op = if branch { BinOp::Ne } else { BinOp::Eq };
+                self.refine_side(s, func, cond, op, &zero);
+            }
+            _ => {}
+        }
+    }
+
+    /// Refines the lvalue loaded by `e` so that `e op other` holds.
+    fn refine_side(&self, s: &mut State, func: FuncId, e: &Expr, op: BinOp, other: &Val) {
+        let mut e = e;
+        while let Some(inner) = self.value_preserving(e) {
+            e = inner;
+        }
+        let ExprKind::Load(lv) = &e.kind else {
+            return;
+        };
+        let a = self.lval_addrs(s, func, lv);
+        if a.unknown || a.bitfield || a.targets.len() != 1 {
+            return;
+        }
+        let (b, off) = a.targets[0];
+        if off.as_constant().is_none() || matches!(b, Base::Func(_) | Base::Str(_)) {
+            return;
+        }
+        let own = match s.stored(&b) {
+            Some(o) => o.clone(),
+            None => s.frame.default_obj(&b),
+        };
+        if own.summary {
+            return;
+        }
+        let cur = self.read(s, &b, off, a.size);
+        let mut new = cur.clone();
+        let y = other.as_int();
+        let pointer = self.types().is_pointer(lv.ty);
+        let other_null =
+            other.as_ptr().null && other.as_ptr().targets().is_empty() && !other.as_ptr().unknown;
+        match op {
+            BinOp::Lt => new.int = cur.int.refine_lt(&y),
+            BinOp::Le => new.int = cur.int.refine_le(&y),
+            BinOp::Gt => new.int = cur.int.refine_gt(&y),
+            BinOp::Ge => new.int = cur.int.refine_ge(&y),
+            BinOp::Eq => {
+                if pointer && other_null {
+                    new = Val::int(Interval::constant(0)).join(&Value {
+                        int: Interval::BOTTOM,
+                        ptr: if cur.ptr.null || cur.ptr.unknown {
+                            Ptr::null()
+                        } else {
+                            Ptr::none()
+                        },
+                    });
+                    if !cur.int.contains(0) {
+                        new.int = Interval::BOTTOM;
+                    }
+                } else if cur.ptr.targets().is_empty() && !cur.ptr.unknown {
+                    new.int = cur.int.meet(&y);
+                }
+            }
+            BinOp::Ne => {
+                if y.as_constant() == Some(0) || (pointer && other_null) {
+                    new.ptr.null = false;
+                    new.int = cur.int.refine_ne(&Interval::constant(0));
+                    if new.ptr.unknown {
+                        // Still any non-null address.
+                        new.ptr.null = false;
+                    }
+                } else if cur.ptr.targets().is_empty() && !cur.ptr.unknown {
+                    new.int = cur.int.refine_ne(&y);
+                }
+            }
+            _ => {}
+        }
+        if new == cur {
+            return;
+        }
+        if new.is_bottom() {
+            s.live = false;
+            return;
+        }
+        let mut o = own;
+        o.write(off, a.size, &new, true);
+        s.set(b, o);
+    }
+
+    /// The state after a call edge handled here (library functions, unknown functions, the
+    /// unresolved part of a call through a pointer).
+    fn library_call(&mut self, at: At<'_>, edge: &Edge, s: &State) -> State {
+        let func = at.fctx.func;
+        let Op::Call { dest, callee, args } = &edge.op else {
+            return s.clone();
+        };
+        let mut out = s.clone();
+        let role = match callee {
+            Callee::Direct(f) => self.roles.get(*f).cloned(),
+            Callee::Indirect(_) => None,
+        };
+        let dest_ty = dest.as_ref().map(|d| d.ty);
+        let mut result: Option<Val> = None;
+        match &role {
+            Some(r) if r.ends_path() => return State::bottom(),
+            Some(Role::Alloc) | Some(Role::Realloc { .. }) => {
+                let name = match callee {
+                    Callee::Direct(f) => self.program.function(*f).name.as_str(),
+                    Callee::Indirect(_) => "",
+                };
+                let base = Base::Heap {
+                    thread: self.thread,
+                    func,
+                    edge: at.edge,
+                };
+                let content = if name.contains("calloc") {
+                    Val::int(Interval::constant(0))
+                } else {
+                    top()
+                };
+                let obj = match out.stored(&base) {
+                    Some(old) => {
+                        // Allocated again: the base stands for several objects.
+                        let mut o = old.clone();
+                        o.summary = true;
+                        o.rest = o.rest.join(&content);
+                        self.effects.summaries.insert(base);
+                        o
+                    }
+                    None => Obj::filled(content.clone()),
+                };
+                out.set(base, obj);
+                self.effects
+                    .stores
+                    .entry(base)
+                    .or_insert_with(Obj::empty)
+                    .rest = content.join(
+                    &self
+                        .effects
+                        .stores
+                        .get(&base)
+                        .map(|o| o.rest.clone())
+                        .unwrap_or_else(Val::bottom),
+                );
+                result = Some(Val::address(base, Interval::constant(0)));
+            }
+            Some(Role::Nondet) | Some(Role::Free { .. }) => {}
+            Some(Role::Assume { cond }) => {
+                if let Some(c) = args.get(*cond)
+                    && !self.assume(&mut out, func, c, true)
+                {
+                    return State::bottom();
+                }
+            }
+            Some(Role::ThreadCreate { thread_id, arg, .. }) => {
+                let site = CallSite {
+                    func,
+                    edge: at.edge,
+                };
+                let argv = args
+                    .get(*arg)
+                    .map(|a| self.eval(s, func, a))
+                    .unwrap_or_else(top);
+                let entry = self
+                    .effects
+                    .creates
+                    .entry(site)
+                    .or_insert_with(|| (State::bottom(), Val::bottom()));
+                entry.0.join_with(s);
+                entry.1 = entry.1.join(&argv);
+                if let Some(p) = args.get(*thread_id) {
+                    self.store_through(&mut out, func, p, &self.top_of(self.types().common.ulong));
+                }
+            }
+            Some(Role::Access {
+                writes,
+                writes_from,
+                ..
+            }) => {
+                let mut idx: Vec<usize> = writes.clone();
+                if let Some(from) = writes_from {
+                    idx.extend(*from..args.len());
+                }
+                for i in idx {
+                    if let Some(p) = args.get(i)
+                        && self.types().is_pointer(strip_casts(p).ty)
+                    {
+                        self.havoc_pointee(&mut out, func, p);
+                    }
+                }
+            }
+            Some(Role::Atomic { object }) => {
+                if let Some(p) = args.get(*object) {
+                    self.havoc_pointee(&mut out, func, p);
+                }
+            }
+            Some(_) => {}
+            None => {
+                // An unknown function: it may write what its non-const pointers point to.
+                let defined =
+                    matches!(callee, Callee::Direct(f) if self.program.function(*f).body.is_some());
+                if !defined {
+                    for a in args {
+                        let inner = strip_casts(a);
+                        let Some(pointee) = self.types().pointee(inner.ty) else {
+                            continue;
+                        };
+                        if matches!(self.types().kind(pointee), TypeKind::Function(_))
+                            || self
+                                .types()
+                                .quals(pointee)
+                                .contains(crate::ir::types::Quals::CONST)
+                        {
+                            continue;
+                        }
+                        self.havoc_pointee(&mut out, func, a);
+                    }
+                }
+            }
+        }
+        if let (Some(d), Some(ty)) = (dest, dest_ty) {
+            let v = result.unwrap_or_else(|| self.top_of(ty));
+            let v = self.convert(v, ty);
+            self.assign(&mut out, func, d, &v);
+        }
+        out
+    }
+
+    /// `*p = v` (p an expression of pointer type).
+    fn store_through(&mut self, s: &mut State, func: FuncId, p: &Expr, v: &Val) {
+        let pv = self.eval(s, func, p).as_ptr();
+        let size = self
+            .types()
+            .pointee(p.ty)
+            .and_then(|t| self.types().size_of(t))
+            .unwrap_or(8);
+        let strong =
+            pv.targets().len() == 1 && !pv.unknown && pv.targets()[0].1.as_constant().is_some();
+        for (b, off) in pv.targets().to_vec() {
+            self.store(s, b, off, size, v, strong);
+        }
+    }
+
+    /// The transfer function of a non-call edge (or of a call's library part).
+    pub fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &State) -> State {
+        if !d.live {
+            return State::bottom();
+        }
+        let func = at.fctx.func;
+        match &edge.op {
+            Op::Skip => d.clone(),
+            Op::Assign { lhs, rhs } => {
+                let mut s = d.clone();
+                if self.types().is_aggregate(lhs.ty) {
+                    self.copy_aggregate(&mut s, func, lhs, rhs);
+                } else {
+                    let v = self.eval(d, func, rhs);
+                    self.assign(&mut s, func, lhs, &v);
+                }
+                s
+            }
+            Op::Assume { cond, branch } => {
+                let mut s = d.clone();
+                if self.assume(&mut s, func, cond, *branch) && s.live {
+                    s
+                } else {
+                    State::bottom()
+                }
+            }
+            Op::Return(e) => {
+                let mut s = d.clone();
+                s.ret = match e {
+                    Some(e) => self.eval(d, func, e),
+                    None => Val::bottom(),
+                };
+                s
+            }
+            Op::Asm { outputs, .. } => {
+                let mut s = d.clone();
+                for o in outputs {
+                    let t = self.top_of(o.ty);
+                    self.assign(&mut s, func, o, &t);
+                }
+                s
+            }
+            Op::Call { .. } => self.library_call(at, edge, d),
+        }
+    }
+
+    /// The defined functions a call edge enters.
+    pub fn callees(&mut self, at: At<'_>, edge: &Edge, d: &State) -> Callees {
+        let mut out = Callees::default();
+        let Op::Call { callee, args, .. } = &edge.op else {
+            return out;
+        };
+        let func = at.fctx.func;
+        match callee {
+            Callee::Direct(f) => match self.roles.get(*f) {
+                Some(Role::Once { routine, .. }) => {
+                    out.transfer_too = true;
+                    if let Some(r) = args.get(*routine) {
+                        let v = self.eval(d, func, r).as_ptr();
+                        let exact = v.targets().len() == 1 && !v.unknown;
+                        for (b, _) in v.targets() {
+                            if let Base::Func(g) = b
+                                && self.program.function(*g).body.is_some()
+                            {
+                                out.funcs.push((*g, CallKind::Once, exact));
+                            }
+                        }
+                    }
+                }
+                Some(Role::AtomicFunction) if self.program.function(*f).body.is_some() => {
+                    out.funcs.push((*f, CallKind::Atomic, true));
+                }
+                None if self.program.function(*f).body.is_some() => {
+                    out.funcs.push((*f, CallKind::Plain, true));
+                }
+                _ => {}
+            },
+            Callee::Indirect(fp) => {
+                let v = self.eval(d, func, fp).as_ptr();
+                let exact = v.targets().len() == 1 && !v.unknown;
+                for (b, _) in v.targets() {
+                    match b {
+                        Base::Func(g) if self.program.function(*g).body.is_some() => {
+                            let kind = match self.roles.get(*g) {
+                                Some(Role::AtomicFunction) => CallKind::Atomic,
+                                _ => CallKind::Plain,
+                            };
+                            out.funcs.push((*g, kind, exact));
+                        }
+                        _ => out.transfer_too = true,
+                    }
+                }
+                if v.unknown || v.targets().is_empty() {
+                    out.transfer_too = true;
+                }
+            }
+        }
+        out
+    }
+
+    /// The callee's entry state: the caller's state, the callee's locals fresh, its
+    /// parameters bound to the arguments.
+    pub fn call_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &State) -> State {
+        let mut s = d.clone();
+        s.ret = Val::bottom();
+        let g = target.func;
+        self.forget_locals(&mut s, g);
+        if target.kind == CallKind::Once {
+            return s;
+        }
+        let Op::Call { args, .. } = &edge.op else {
+            return s;
+        };
+        let callee = self.program.function(g);
+        for (i, p) in callee.params.iter().enumerate() {
+            let ty = callee.local(*p).ty;
+            let v = match args.get(i) {
+                Some(a) => self.convert(self.eval(d, at.fctx.func, a), ty),
+                None => self.top_of(ty),
+            };
+            let base = Base::Local {
+                thread: self.thread,
+                func: g,
+                local: *p,
+            };
+            let size = self.types().size_of(ty).unwrap_or(1);
+            if self.types().is_aggregate(ty) {
+                self.store(
+                    &mut s,
+                    base,
+                    Interval::new(0, size as i128 - 1),
+                    1,
+                    &top(),
+                    false,
+                );
+            } else {
+                self.store(&mut s, base, Interval::constant(0), size, &v, true);
+            }
+        }
+        s
+    }
+
+    /// Forgets the changes to the thread's locals of `g`.
+    fn forget_locals(&self, s: &mut State, g: FuncId) {
+        let keys = self.local_keys(s, g);
+        for k in keys {
+            s.forget(&k);
+        }
+    }
+
+    fn local_keys(&self, s: &State, g: FuncId) -> Vec<Base> {
+        let lo = Base::Local {
+            thread: self.thread,
+            func: g,
+            local: LocalId(0),
+        };
+        let hi = Base::Local {
+            thread: self.thread,
+            func: g,
+            local: LocalId(u32::MAX),
+        };
+        s.delta.range(lo..=hi).map(|(b, _)| *b).collect()
+    }
+
+    /// The state after a call: the callee's exit state, with the caller's own locals taken
+    /// from before the call (unless the callee may have changed them through a pointer) and
+    /// the result stored.
+    pub fn call_return(
+        &mut self,
+        at: At<'_>,
+        edge: &Edge,
+        target: &CallTarget,
+        pre: &State,
+        exit: &State,
+    ) -> State {
+        if !exit.live || !pre.live {
+            return State::bottom();
+        }
+        let caller = at.fctx.func;
+        let mut s = exit.clone();
+        s.ret = Val::bottom();
+        // Locals of the thread's functions.
+        let lo = Base::Local {
+            thread: self.thread,
+            func: FuncId(0),
+            local: LocalId(0),
+        };
+        let hi = Base::Local {
+            thread: self.thread,
+            func: FuncId(u32::MAX),
+            local: LocalId(u32::MAX),
+        };
+        let mut keys: Vec<Base> = s.delta.range(lo..=hi).map(|(b, _)| *b).collect();
+        keys.extend(pre.delta.range(lo..=hi).map(|(b, _)| *b));
+        keys.sort();
+        keys.dedup();
+        for b in keys {
+            let Base::Local { func: f, local, .. } = b else {
+                continue;
+            };
+            let recursive = f == target.func && f == caller;
+            let keep_exit =
+                recursive || (f != target.func && self.addr_taken.contains(&(f, local)));
+            if keep_exit {
+                if recursive {
+                    let mut o = pre.obj(&b);
+                    o.join_with(&exit.obj(&b), false);
+                    s.set(b, o);
+                }
+                continue;
+            }
+            match pre.delta.get(&b) {
+                Some(o) => s.set(b, o.clone()),
+                None => s.forget(&b),
+            }
+        }
+        if let Op::Call { dest: Some(d), .. } = &edge.op {
+            let v = if target.kind == CallKind::Once || exit.ret.is_bottom() {
+                self.top_of(d.ty)
+            } else {
+                self.convert(exit.ret.clone(), d.ty)
+            };
+            self.assign(&mut s, caller, d, &v);
+        }
+        s
+    }
+}
+
+/// Locals whose address the program takes (they may be read and written through pointers,
+/// by other threads too).
+pub fn address_taken_locals(program: &Program) -> FxHashSet<(FuncId, LocalId)> {
+    let mut out = FxHashSet::default();
+    for (fi, f) in program.functions.iter().enumerate() {
+        let Some(cfg) = &f.body else { continue };
+        let func = FuncId(fi as u32);
+        for e in &cfg.edges {
+            crate::ir::visit::op_exprs(&e.op, &mut |y| {
+                if let ExprKind::AddrOf(lv) = &y.kind
+                    && let Host::Var(Var::Local(l)) = lv.host
+                {
+                    out.insert((func, l));
+                }
+            });
+        }
+        for (li, l) in f.locals.iter().enumerate() {
+            if matches!(program.types.kind(l.ty), TypeKind::Array { .. }) {
+                out.insert((func, LocalId(li as u32)));
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,523 @@
+//! Abstract memory of the value analysis: objects made of field-sensitive cells, and the
+//! abstract state of a thread as a persistent map from bases to objects (seed 001 §4, "EVA
+//! backend"; the cells follow Miné's field-sensitive memory model, LCTES 2006).
+//!
+//! An [`Obj`] holds cells at exact byte offsets (a scalar stored at a constant offset: a
+//! variable, a field, an element at a constant index) and a `rest` value for every byte no cell
+//! covers (array elements written at unknown indices, bytes of a fresh allocation). Writes at
+//! an offset interval update every overlapping cell and the rest weakly, so arrays indexed by
+//! variables are smashed into one summary. An object standing for several concrete objects
+//! (a heap base allocated again) is a *summary*: it only takes weak updates.
+//!
+//! A [`State`] stores only the objects a thread changed (`delta`) over a shared initial map
+//! (`init`): joins and equality tests cost the size of the deltas, not of the program.
+
+use crate::backend::Base;
+use crate::context::ThreadId;
+use imbl::OrdMap;
+use racedar_domains::{Interval, Value};
+use smallvec::SmallVec;
+use std::rc::Rc;
+
+/// An abstract value over racedar's bases.
+pub type Val = Value<Base>;
+
+/// Cells per object before it is smashed into its `rest`.
+pub const MAX_CELLS: usize = 64;
+
+/// Widening thresholds (small constants loops count to and from).
+pub const THRESHOLDS: [i128; 3] = [-1, 0, 1];
+
+/// A scalar stored at an exact offset of an object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// First byte.
+    pub off: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// The value.
+    pub v: Val,
+}
+
+/// An abstract memory object.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Obj {
+    /// Cells, sorted by offset, pairwise disjoint.
+    cells: SmallVec<[Cell; 2]>,
+    /// The value of every byte outside the cells (bottom: nothing stored there).
+    pub rest: Val,
+    /// Stands for several concrete objects: weak updates only.
+    pub summary: bool,
+}
+
+/// A value that may be anything (an unknown pointer or any integer).
+pub fn top() -> Val {
+    Val::top()
+}
+
+/// The value of bytes read with a different shape than they were written (type punning,
+/// partial overlaps): any integer, any address.
+fn reshaped(v: &Val) -> Val {
+    if v.is_bottom() { Val::bottom() } else { top() }
+}
+
+impl Obj {
+    /// An object with every byte holding `rest`.
+    pub fn filled(rest: Val) -> Obj {
+        Obj {
+            cells: SmallVec::new(),
+            rest,
+            summary: false,
+        }
+    }
+
+    /// An object nothing was stored in (a base another thread owns, before it writes).
+    pub fn empty() -> Obj {
+        Obj::filled(Val::bottom())
+    }
+
+    /// The cells.
+    pub fn cells(&self) -> &[Cell] {
+        &self.cells
+    }
+
+    /// Reads `size` bytes at the byte offsets `off`.
+    pub fn read(&self, off: Interval, size: u64) -> Val {
+        if off.is_bottom() {
+            return Val::bottom();
+        }
+        if let Some(o) = off.as_constant().filter(|o| *o >= 0) {
+            let o = o as u64;
+            let mut out = Val::bottom();
+            let mut covered = 0u64;
+            for c in &self.cells {
+                if c.off + c.size <= o || c.off >= o.saturating_add(size) {
+                    continue;
+                }
+                if c.off == o && c.size == size {
+                    return c.v.clone();
+                }
+                out = out.join(&reshaped(&c.v));
+                covered += c.size;
+            }
+            if covered < size {
+                out = out.join(&self.rest);
+            }
+            return out;
+        }
+        // An interval of offsets: any overlapping cell, and the rest.
+        let (lo, hi) = (off.lo().max(0), off.hi());
+        let mut out = self.rest.clone();
+        for c in &self.cells {
+            let c_lo = c.off as i128;
+            let c_hi = (c.off + c.size) as i128;
+            if c_hi <= lo || c_lo >= hi.saturating_add(size as i128) {
+                continue;
+            }
+            if c.size == size {
+                out = out.join(&c.v);
+            } else {
+                out = out.join(&reshaped(&c.v));
+            }
+        }
+        out
+    }
+
+    /// Writes `v` (`size` bytes) at the offsets `off`; `strong` replaces the old value (one
+    /// concrete object, one exact offset), otherwise it joins it.
+    pub fn write(&mut self, off: Interval, size: u64, v: &Val, strong: bool) {
+        if off.is_bottom() {
+            return;
+        }
+        let strong = strong && !self.summary;
+        if let Some(o) = off.as_constant().filter(|o| *o >= 0) {
+            let o = o as u64;
+            let end = o.saturating_add(size);
+            let old = if strong {
+                Val::bottom()
+            } else {
+                self.read(off, size)
+            };
+            let mut clobbered = false;
+            self.cells.retain(|c| {
+                let overlap = c.off < end && o < c.off + c.size;
+                if overlap && !(c.off == o && c.size == size) {
+                    clobbered = true;
+                }
+                !overlap
+            });
+            if clobbered {
+                // Bytes of a cell of another shape: the rest stands for them now.
+                self.rest = self.rest.join(&top());
+            }
+            let pos = self.cells.partition_point(|c| c.off < o);
+            self.cells.insert(
+                pos,
+                Cell {
+                    off: o,
+                    size,
+                    v: v.join(&old),
+                },
+            );
+            if self.cells.len() > MAX_CELLS {
+                self.smash();
+            }
+            return;
+        }
+        let (lo, hi) = (off.lo().max(0), off.hi());
+        for c in self.cells.iter_mut() {
+            let c_lo = c.off as i128;
+            let c_hi = (c.off + c.size) as i128;
+            if c_hi <= lo || c_lo >= hi.saturating_add(size as i128) {
+                continue;
+            }
+            c.v = if c.size == size {
+                c.v.join(v)
+            } else {
+                c.v.join(&reshaped(v))
+            };
+        }
+        self.rest = self.rest.join(v);
+    }
+
+    /// Folds every cell into the rest.
+    fn smash(&mut self) {
+        for c in self.cells.drain(..) {
+            self.rest = self.rest.join(&c.v);
+        }
+    }
+
+    /// Joins (`widen`: widens) `o` into `self`; whether `self` changed.
+    pub fn join_with(&mut self, o: &Obj, widen: bool) -> bool {
+        if self == o {
+            return false;
+        }
+        let combine = |a: &Val, b: &Val| {
+            if widen {
+                a.widen(&a.join(b), &THRESHOLDS)
+            } else {
+                a.join(b)
+            }
+        };
+        let mut cells: SmallVec<[Cell; 2]> = SmallVec::new();
+        let mut offs: Vec<(u64, u64)> = self
+            .cells
+            .iter()
+            .chain(o.cells.iter())
+            .map(|c| (c.off, c.size))
+            .collect();
+        offs.sort();
+        offs.dedup();
+        // Cells of one side that overlap a differently shaped cell of the other are dropped
+        // into the rest.
+        let mut rest = combine(&self.rest, &o.rest);
+        let mut last_end = 0u64;
+        let mut prev: Option<(u64, u64)> = None;
+        for (off, size) in offs {
+            let clash = prev.is_some_and(|(po, ps)| off < po + ps) || off < last_end;
+            if clash {
+                rest = rest.join(&top());
+                if let Some(c) = cells.pop() {
+                    rest = rest.join(&c.v);
+                }
+                prev = None;
+                last_end = last_end.max(off + size);
+                continue;
+            }
+            let a = self.read(Interval::constant(off as i128), size);
+            let b = o.read(Interval::constant(off as i128), size);
+            cells.push(Cell {
+                off,
+                size,
+                v: combine(&a, &b),
+            });
+            prev = Some((off, size));
+            last_end = last_end.max(off + size);
+        }
+        let mut next = Obj {
+            cells,
+            rest,
+            summary: self.summary || o.summary,
+        };
+        if next.cells.len() > MAX_CELLS {
+            next.smash();
+        }
+        let changed = next != *self;
+        *self = next;
+        changed
+    }
+
+    /// Refines `self` (a post-fixpoint) with `o` where `self` has infinite bounds.
+    pub fn narrow_with(&mut self, o: &Obj) -> bool {
+        let mut changed = false;
+        for c in self.cells.iter_mut() {
+            let n = o.read(Interval::constant(c.off as i128), c.size);
+            let v = c.v.narrow(&n);
+            if v != c.v {
+                c.v = v;
+                changed = true;
+            }
+        }
+        changed
+    }
+}
+
+/// Objects by base.
+pub type Mem = OrdMap<Base, Obj>;
+
+/// What a thread's states share: its initial objects and the objects of bases it never
+/// stored to.
+#[derive(Debug)]
+pub struct Frame {
+    /// The thread.
+    pub thread: ThreadId,
+    /// Objects as the thread started (from its creators' states).
+    pub init: Mem,
+    /// Initial objects of the globals (static initialisers), by global id.
+    pub globals: Rc<Vec<Obj>>,
+}
+
+impl Frame {
+    /// The object of a base the thread's states do not store: a global's static initial
+    /// value, an uninitialised local of the thread (any value), nothing stored yet for
+    /// another thread's local or a heap object (other threads' stores come from the shared
+    /// invariant), unknown contents for strings and library state.
+    pub fn default_obj(&self, b: &Base) -> Obj {
+        match b {
+            Base::Global(g) => self
+                .globals
+                .get(g.0 as usize)
+                .cloned()
+                .unwrap_or_else(|| Obj::filled(top())),
+            Base::Local { thread, .. } if *thread == self.thread => Obj::filled(top()),
+            Base::Local { .. } | Base::Heap { .. } => Obj::empty(),
+            Base::Str(_) => Obj::filled(Val::int(Interval::new(-128, 255))),
+            Base::Hidden(_) | Base::Func(_) => Obj::filled(top()),
+        }
+    }
+
+    /// The object of `b` before the thread stores to it.
+    pub fn initial(&self, b: &Base) -> Obj {
+        self.init
+            .get(b)
+            .cloned()
+            .unwrap_or_else(|| self.default_obj(b))
+    }
+}
+
+/// The abstract state at a program point of a thread.
+#[derive(Clone, Debug)]
+pub struct State {
+    /// False for the unreachable state (bottom).
+    pub live: bool,
+    /// The thread's shared frame.
+    pub frame: Rc<Frame>,
+    /// Objects the thread changed since it started.
+    pub delta: Mem,
+    /// The value being returned (at a function's exit).
+    pub ret: Val,
+}
+
+impl PartialEq for State {
+    fn eq(&self, o: &Self) -> bool {
+        self.live == o.live && self.delta == o.delta && self.ret == o.ret
+    }
+}
+
+impl State {
+    /// The unreachable state.
+    pub fn bottom() -> State {
+        State {
+            live: false,
+            frame: Rc::new(Frame {
+                thread: ThreadId::MAIN,
+                init: Mem::new(),
+                globals: Rc::new(Vec::new()),
+            }),
+            delta: Mem::new(),
+            ret: Val::bottom(),
+        }
+    }
+
+    /// A reachable state with no change over `frame`.
+    pub fn start(frame: Rc<Frame>) -> State {
+        State {
+            live: true,
+            frame,
+            delta: Mem::new(),
+            ret: Val::bottom(),
+        }
+    }
+
+    /// The object of `base`.
+    pub fn obj(&self, base: &Base) -> Obj {
+        match self.delta.get(base) {
+            Some(o) => o.clone(),
+            None => self.frame.initial(base),
+        }
+    }
+
+    /// The object of `base`, when the state stores one (changed or initial).
+    pub fn stored(&self, base: &Base) -> Option<&Obj> {
+        self.delta.get(base).or_else(|| self.frame.init.get(base))
+    }
+
+    /// Sets the object of `base`.
+    pub fn set(&mut self, base: Base, obj: Obj) {
+        self.delta.insert(base, obj);
+    }
+
+    /// Forgets the change to `base` (it goes back to its initial object).
+    pub fn forget(&mut self, base: &Base) {
+        self.delta.remove(base);
+    }
+
+    /// Everything the state knows, flattened (initial objects overridden by changes).
+    pub fn flatten(&self) -> Mem {
+        let mut m = self.frame.init.clone();
+        for (b, o) in self.delta.iter() {
+            m.insert(*b, o.clone());
+        }
+        m
+    }
+
+    fn combine(&mut self, o: &State, widen: bool) -> bool {
+        if !o.live {
+            return false;
+        }
+        if !self.live {
+            *self = o.clone();
+            return true;
+        }
+        let mut changed = false;
+        for (b, ob) in o.delta.iter() {
+            match self.delta.get_mut(b) {
+                Some(m) => changed |= m.join_with(ob, widen),
+                None => {
+                    let mut m = self.frame.initial(b);
+                    if m != *ob {
+                        m.join_with(ob, widen);
+                        self.delta.insert(*b, m);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        // Objects only `self` changed: join with `o`'s view of them.
+        let only_mine: Vec<Base> = self
+            .delta
+            .keys()
+            .filter(|b| !o.delta.contains_key(*b))
+            .copied()
+            .collect();
+        for b in only_mine {
+            let theirs = o.frame.initial(&b);
+            if let Some(m) = self.delta.get_mut(&b) {
+                changed |= m.join_with(&theirs, widen);
+            }
+        }
+        let r = if widen {
+            self.ret.widen(&self.ret.join(&o.ret), &THRESHOLDS)
+        } else {
+            self.ret.join(&o.ret)
+        };
+        if r != self.ret {
+            self.ret = r;
+            changed = true;
+        }
+        changed
+    }
+
+    /// `self ⊔= o` (both states of one thread, sharing its frame); whether `self` changed.
+    pub fn join_with(&mut self, o: &State) -> bool {
+        self.combine(o, false)
+    }
+
+    /// `self ∇= o`.
+    pub fn widen_with(&mut self, o: &State) -> bool {
+        self.combine(o, true)
+    }
+
+    /// Narrowing of the objects both sides changed.
+    pub fn narrow_with(&mut self, o: &State) -> bool {
+        if !self.live || !o.live {
+            return false;
+        }
+        let mut changed = false;
+        let keys: Vec<Base> = self.delta.keys().copied().collect();
+        for b in keys {
+            if let (Some(m), Some(n)) = (self.delta.get_mut(&b), o.delta.get(&b)) {
+                changed |= m.narrow_with(n);
+            }
+        }
+        changed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::GlobalId;
+
+    fn int(lo: i128, hi: i128) -> Val {
+        Val::int(Interval::new(lo, hi))
+    }
+
+    #[test]
+    fn strong_and_weak_writes() {
+        let mut o = Obj::filled(int(0, 0));
+        o.write(Interval::constant(4), 4, &int(7, 7), true);
+        assert_eq!(o.read(Interval::constant(4), 4), int(7, 7));
+        assert_eq!(o.read(Interval::constant(0), 4), int(0, 0));
+        o.write(Interval::constant(4), 4, &int(9, 9), false);
+        assert_eq!(o.read(Interval::constant(4), 4), int(7, 9));
+        // A write at an unknown index reaches every element.
+        o.write(Interval::new(0, 12), 4, &int(20, 20), true);
+        assert_eq!(o.read(Interval::constant(0), 4), int(0, 20));
+        assert_eq!(o.read(Interval::constant(4), 4), int(7, 20));
+    }
+
+    #[test]
+    fn summaries_take_weak_updates_only() {
+        let mut o = Obj::filled(int(0, 0));
+        o.summary = true;
+        o.write(Interval::constant(0), 4, &int(5, 5), true);
+        assert_eq!(o.read(Interval::constant(0), 4), int(0, 5));
+    }
+
+    fn frame() -> Rc<Frame> {
+        Rc::new(Frame {
+            thread: ThreadId::MAIN,
+            init: Mem::new(),
+            globals: Rc::new(vec![Obj::filled(int(0, 0))]),
+        })
+    }
+
+    #[test]
+    fn join_of_states_uses_defaults_for_missing_objects() {
+        let g = Base::Global(GlobalId(0));
+        let f = frame();
+        let mut a = State::start(f.clone());
+        let mut b = State::start(f);
+        let mut o = Obj::filled(int(0, 0));
+        o.write(Interval::constant(0), 4, &int(3, 3), true);
+        b.set(g, o);
+        assert!(a.join_with(&b));
+        assert_eq!(a.obj(&g).read(Interval::constant(0), 4), int(0, 3));
+        assert!(!a.join_with(&b));
+    }
+
+    #[test]
+    fn widening_reaches_a_bound() {
+        let g = Base::Global(GlobalId(0));
+        let f = frame();
+        let mut s = State::start(f.clone());
+        for i in 1..5 {
+            let mut t = State::start(f.clone());
+            t.set(g, Obj::filled(int(0, i)));
+            s.widen_with(&t);
+        }
+        let v = s.obj(&g).read(Interval::constant(0), 4);
+        assert_eq!(v.int.hi(), racedar_domains::interval::POS_INF);
+    }
+}

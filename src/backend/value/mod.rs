@@ -1,0 +1,574 @@
+//! The value backend: a thread-modular interval/points-to abstract interpreter (seed 001 §4,
+//! "EVA backend", and §5, Algorithm 1).
+//!
+//! Each thread is analysed as a sequential program by the shared fixpoint engine
+//! ([`crate::dataflow`]) with the transfer functions of [`interp`] over the memory of
+//! [`memory`], in call-string contexts. A thread starts from its creators' states at the
+//! create statement (the entry's parameter bound to the create argument); what other threads
+//! store reaches it through the shared invariant ([`interp::Shared`]). Rounds of thread
+//! analyses repeat until the invariant and the create states are stable (the shared invariant is
+//! widened from round [`WIDEN_ROUND`] on), which over-approximates every interleaving.
+//!
+//! When a thread's analysis runs out of its visit budget or the rounds do not stabilise, the
+//! backend *degrades*: every query is answered by the syntactic backend, which is sound without
+//! a state, and the reason is reported as an imprecision.
+
+pub mod interp;
+pub mod memory;
+
+use super::accesses::{self, Resolver};
+use super::syntactic::Syntactic;
+use super::{
+    Address, Backend, Base, ByteRange, FuncTargets, IntRange, MemAccess, PointsTo, Target,
+    TypeClass,
+};
+use crate::context::{CallSite, CallTarget, Context, ThreadContexts, ThreadId};
+use crate::dataflow::{self, At, Callees, Solution};
+use crate::ir::{Edge, Expr, FuncId, InitValue, LocalId, Lval, Program};
+use crate::model::Roles;
+use crate::threads::ThreadGraph;
+use interp::{Interp, Shared};
+use memory::{Frame, Mem, Obj, State, Val, top};
+use racedar_domains::{Bool3, Interval, interval};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::rc::Rc;
+
+/// Node visits per thread analysis before the backend degrades.
+pub const VISIT_BUDGET: u64 = 400_000;
+
+/// Rounds of the thread-modular fixpoint before the backend degrades.
+pub const MAX_ROUNDS: u32 = 8;
+
+/// The round from which the shared invariant is widened.
+pub const WIDEN_ROUND: u32 = 3;
+
+/// The value backend over one program.
+pub struct ValueBackend<'p> {
+    program: &'p Program,
+    roles: &'p Roles,
+    syntactic: Syntactic<'p>,
+    depth: usize,
+    budget: u64,
+    globals: Rc<Vec<Obj>>,
+    addr_taken: FxHashSet<(FuncId, LocalId)>,
+    shared: Shared,
+    creates: FxHashMap<CallSite, (State, Val)>,
+    solutions: FxHashMap<ThreadId, Solution<State>>,
+    unique: FxHashMap<ThreadId, bool>,
+    summaries: FxHashSet<Base>,
+    round: u32,
+    changed: bool,
+    degraded: Option<String>,
+}
+
+/// Lets the engine drive an [`Interp`].
+struct Solver<'i, 'a, 'p>(&'i mut Interp<'a, 'p>);
+
+impl dataflow::Analysis for Solver<'_, '_, '_> {
+    type D = State;
+
+    fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &State) -> State {
+        self.0.transfer(at, edge, d)
+    }
+
+    fn callees(&mut self, at: At<'_>, edge: &Edge, d: &State) -> Callees {
+        self.0.callees(at, edge, d)
+    }
+
+    fn call_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &State) -> State {
+        self.0.call_entry(at, edge, target, d)
+    }
+
+    fn call_return(
+        &mut self,
+        at: At<'_>,
+        edge: &Edge,
+        target: &CallTarget,
+        pre: &State,
+        exit: &State,
+    ) -> State {
+        self.0.call_return(at, edge, target, pre, exit)
+    }
+}
+
+impl<'p> ValueBackend<'p> {
+    /// Prepares the backend: initial objects of the globals, address-taken locals. `depth` is
+    /// the call-string length of contexts.
+    pub fn new(program: &'p Program, roles: &'p Roles, depth: usize) -> ValueBackend<'p> {
+        let addr_taken = interp::address_taken_locals(program);
+        let mut b = ValueBackend {
+            program,
+            roles,
+            syntactic: Syntactic::new(program, roles),
+            depth,
+            budget: VISIT_BUDGET,
+            globals: Rc::new(Vec::new()),
+            addr_taken,
+            shared: Shared::default(),
+            creates: FxHashMap::default(),
+            solutions: FxHashMap::default(),
+            unique: FxHashMap::default(),
+            summaries: FxHashSet::default(),
+            round: 0,
+            changed: false,
+            degraded: None,
+        };
+        b.globals = Rc::new(b.global_objects());
+        b
+    }
+
+    fn interp(&self, thread: ThreadId) -> Interp<'_, 'p> {
+        Interp {
+            program: self.program,
+            roles: self.roles,
+            thread,
+            unique: self
+                .unique
+                .get(&thread)
+                .copied()
+                .unwrap_or(thread == ThreadId::MAIN),
+            shared: &self.shared,
+            addr_taken: &self.addr_taken,
+            effects: interp::Effects::default(),
+        }
+    }
+
+    /// Objects of the globals as static initialisation leaves them (zero where nothing is
+    /// given, C11 §6.7.9p10).
+    fn global_objects(&self) -> Vec<Obj> {
+        let program = self.program;
+        let frame = Rc::new(Frame {
+            thread: ThreadId::MAIN,
+            init: Mem::new(),
+            globals: Rc::new(Vec::new()),
+        });
+        let empty = State::start(frame);
+        let it = self.interp(ThreadId::MAIN);
+        let main = program
+            .functions
+            .iter()
+            .position(|f| f.name == "main")
+            .map_or(FuncId(0), |i| FuncId(i as u32));
+        program
+            .globals
+            .iter()
+            .enumerate()
+            .map(|(gi, g)| {
+                let zero = Val::int(Interval::constant(0));
+                let mut o = Obj::filled(zero);
+                if g.storage == crate::ir::Storage::Extern {
+                    // Defined elsewhere: any value.
+                    return Obj::filled(top());
+                }
+                for item in &g.init {
+                    let lv = Lval {
+                        host: crate::ir::Host::Var(crate::ir::Var::Global(crate::ir::GlobalId(
+                            gi as u32,
+                        ))),
+                        proj: item.proj.clone(),
+                        ty: g.ty,
+                    };
+                    let a = it.lval_addrs(&empty, main, &lv);
+                    let v = match &item.value {
+                        InitValue::Expr(e) => it.eval(&empty, main, e),
+                        InitValue::Str(_) => Val::int(Interval::new(-128, 255)),
+                    };
+                    let size = program
+                        .types
+                        .size_of(item_type(program, g.ty, &item.proj))
+                        .unwrap_or(a.size);
+                    for (_, off) in &a.targets {
+                        if matches!(item.value, InitValue::Str(_)) {
+                            let hi = off.hi().saturating_add(size.max(1) as i128 - 1);
+                            o.write(Interval::new(off.lo(), hi), 1, &v, false);
+                        } else {
+                            o.write(*off, size, &v, true);
+                        }
+                    }
+                }
+                o
+            })
+            .collect()
+    }
+
+    fn state_at(&self, ctx: &Context) -> Option<&State> {
+        let sol = self.solutions.get(&ctx.thread)?;
+        let id = sol.contexts.lookup(&ctx.fctx)?;
+        let cfg = self.program.function(ctx.fctx.func).body.as_ref()?;
+        let edge = cfg.edges.get(ctx.edge.0 as usize)?;
+        sol.at(id, edge.src)
+    }
+
+    /// The frame a thread starts from.
+    fn frame(&self, thread: ThreadId, entry: FuncId, site: Option<CallSite>) -> Rc<Frame> {
+        let mut init = Mem::new();
+        if let Some(site) = site
+            && let Some((state, arg)) = self.creates.get(&site)
+        {
+            if state.live {
+                init = state.flatten();
+            }
+            let f = self.program.function(entry);
+            if let Some(p) = f.params.first() {
+                let ty = f.local(*p).ty;
+                let size = self.program.types.size_of(ty).unwrap_or(8);
+                let mut o = Obj::filled(top());
+                let v = if arg.is_bottom() { top() } else { arg.clone() };
+                o.write(Interval::constant(0), size, &v, true);
+                init.insert(
+                    Base::Local {
+                        thread,
+                        func: entry,
+                        local: *p,
+                    },
+                    o,
+                );
+            }
+        }
+        Rc::new(Frame {
+            thread,
+            init,
+            globals: self.globals.clone(),
+        })
+    }
+
+    fn live(&self) -> bool {
+        self.degraded.is_none()
+    }
+}
+
+/// The type of the sub-object `proj` selects in an object of type `ty`.
+fn item_type(
+    program: &Program,
+    ty: crate::ir::TypeId,
+    proj: &[crate::ir::Proj],
+) -> crate::ir::TypeId {
+    let types = &program.types;
+    let mut t = ty;
+    for p in proj {
+        match p {
+            crate::ir::Proj::Field { comp, index } => {
+                if let Some(f) = types.comp(*comp).fields.get(*index as usize) {
+                    t = f.ty;
+                }
+            }
+            crate::ir::Proj::Index(_) => {
+                if let crate::ir::types::TypeKind::Array { elem, .. } = types.kind(t) {
+                    t = *elem;
+                }
+            }
+        }
+    }
+    t
+}
+
+/// Resolves accesses in one state.
+struct StateResolver<'a, 'p> {
+    interp: Interp<'a, 'p>,
+    state: &'a State,
+    func: FuncId,
+}
+
+/// The byte range of an access at offsets `off` of `size` bytes.
+fn range_of(off: Interval, size: u64) -> (ByteRange, bool) {
+    let lo = off.lo().max(0);
+    let lo = u64::try_from(lo).unwrap_or(u64::MAX);
+    match off.as_constant() {
+        Some(_) => (ByteRange::sized(lo, size), true),
+        None => {
+            let hi = if off.hi() == interval::POS_INF {
+                u64::MAX
+            } else {
+                u64::try_from(off.hi())
+                    .unwrap_or(u64::MAX)
+                    .saturating_add(size.max(1))
+            };
+            (ByteRange { lo, hi }, false)
+        }
+    }
+}
+
+impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
+    fn lval_targets(&self, lv: &'p Lval) -> Vec<Target> {
+        let a = self.interp.lval_addrs(self.state, self.func, lv);
+        let mut out: Vec<Target> = a
+            .targets
+            .iter()
+            .filter(|(b, _)| !matches!(b, Base::Func(_)))
+            .map(|(b, off)| {
+                let (range, exact) = range_of(*off, a.size);
+                Target::Addr(Address {
+                    base: *b,
+                    range,
+                    exact,
+                })
+            })
+            .collect();
+        if a.unknown {
+            out.push(Target::Typed(TypeClass::of(
+                &self.interp.program.types,
+                lv.ty,
+            )));
+        }
+        out
+    }
+
+    fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target> {
+        let types = &self.interp.program.types;
+        let v = self.interp.eval(self.state, self.func, p).as_ptr();
+        let inner = crate::ir::visit::strip_casts(p);
+        let pointee = types
+            .pointee(inner.ty)
+            .or_else(|| types.pointee(p.ty))
+            .unwrap_or(types.common.void);
+        let size = types.size_of(pointee).filter(|_| sized);
+        let mut out: Vec<Target> = v
+            .targets()
+            .iter()
+            .filter(|(b, _)| !matches!(b, Base::Func(_)))
+            .map(|(b, off)| {
+                let (range, exact) = match size {
+                    Some(n) => range_of(*off, n),
+                    None => (
+                        ByteRange {
+                            lo: u64::try_from(off.lo().max(0)).unwrap_or(u64::MAX),
+                            hi: u64::MAX,
+                        },
+                        false,
+                    ),
+                };
+                Target::Addr(Address {
+                    base: *b,
+                    range,
+                    exact,
+                })
+            })
+            .collect();
+        if v.unknown {
+            out.push(Target::Typed(TypeClass::of(types, pointee)));
+        }
+        out
+    }
+}
+
+impl<'p> Backend<'p> for ValueBackend<'p> {
+    type State = Option<State>;
+
+    fn name(&self) -> &'static str {
+        "value"
+    }
+
+    fn begin_round(&mut self, prev: Option<&ThreadGraph>) {
+        self.round += 1;
+        self.changed = false;
+        if let Some(g) = prev {
+            self.unique = g.threads.iter().map(|t| (t.id, t.unique)).collect();
+        }
+    }
+
+    fn analyse_thread(&mut self, thread: ThreadId, entry: FuncId, site: Option<CallSite>) {
+        if !self.live() {
+            return;
+        }
+        let frame = self.frame(thread, entry, site);
+        let init = State::start(frame);
+        let tc = ThreadContexts::new(thread, entry, self.depth);
+        let program = self.program;
+        let budget = self.budget;
+        let (sol, effects) = {
+            let mut it = self.interp(thread);
+            let sol = dataflow::solve(program, tc, &mut Solver(&mut it), init, budget);
+            (sol, it.effects)
+        };
+        if !sol.complete {
+            self.degraded = Some(format!(
+                "value analysis of thread {} exceeded {} visits: pointers resolved syntactically",
+                thread.0, budget
+            ));
+            return;
+        }
+        let widen = self.round >= WIDEN_ROUND;
+        self.changed |= self.shared.merge(thread, effects.stores, widen);
+        for (site, (s, v)) in effects.creates {
+            let e = self
+                .creates
+                .entry(site)
+                .or_insert_with(|| (State::bottom(), Val::bottom()));
+            let before = e.clone();
+            if widen {
+                e.0.widen_with(&s);
+            } else {
+                e.0.join_with(&s);
+            }
+            e.1 = e.1.join(&v);
+            if e.0 != before.0 || e.1 != before.1 {
+                self.changed = true;
+            }
+        }
+        self.summaries.extend(effects.summaries);
+        self.solutions.insert(thread, sol);
+    }
+
+    fn end_round(&mut self, threads: usize) -> bool {
+        if !self.live() {
+            return true;
+        }
+        let stable = threads <= 1 || !self.changed;
+        if !stable && self.round >= MAX_ROUNDS {
+            self.degraded = Some(format!(
+                "shared-memory fixpoint not reached in {MAX_ROUNDS} rounds: pointers resolved syntactically"
+            ));
+            return true;
+        }
+        stable
+    }
+
+    fn thread_contexts(&self, thread: ThreadId) -> Option<ThreadContexts> {
+        if !self.live() {
+            return None;
+        }
+        self.solutions.get(&thread).map(|s| s.contexts.clone())
+    }
+
+    fn state(&self, ctx: &Context) -> Self::State {
+        self.state_at(ctx).cloned()
+    }
+
+    fn value(&self, ctx: &Context, e: &Expr) -> IntRange {
+        if !self.live() {
+            return self.syntactic.value(ctx, e);
+        }
+        let Some(s) = self.state_at(ctx) else {
+            return IntRange::TOP;
+        };
+        let v = self.interp(ctx.thread).eval(s, ctx.fctx.func, e);
+        if !v.ptr.targets().is_empty() || v.ptr.unknown {
+            return IntRange::TOP;
+        }
+        let i = v.as_int();
+        if i.is_bottom() {
+            return IntRange::TOP;
+        }
+        IntRange {
+            lo: (i.lo() != interval::NEG_INF).then_some(i.lo()),
+            hi: (i.hi() != interval::POS_INF).then_some(i.hi()),
+        }
+    }
+
+    fn value_ptr(&self, ctx: &Context, e: &Expr) -> PointsTo {
+        if !self.live() {
+            return self.syntactic.value_ptr(ctx, e);
+        }
+        let Some(s) = self.state_at(ctx) else {
+            return PointsTo::Unknown;
+        };
+        let v = self.interp(ctx.thread).eval(s, ctx.fctx.func, e).as_ptr();
+        if v.unknown {
+            return PointsTo::Unknown;
+        }
+        let size = self
+            .program
+            .types
+            .pointee(e.ty)
+            .and_then(|t| self.program.types.size_of(t))
+            .unwrap_or(1);
+        PointsTo::Known(
+            v.targets()
+                .iter()
+                .filter(|(b, _)| !matches!(b, Base::Func(_)))
+                .map(|(b, off)| {
+                    let (range, exact) = range_of(*off, size);
+                    Address {
+                        base: *b,
+                        range,
+                        exact,
+                    }
+                })
+                .collect(),
+        )
+    }
+
+    fn functions(&self, ctx: &Context, e: &Expr) -> FuncTargets {
+        if !self.live() {
+            return self.syntactic.functions(ctx, e);
+        }
+        let Some(s) = self.state_at(ctx) else {
+            return FuncTargets {
+                funcs: Vec::new(),
+                exact: false,
+            };
+        };
+        let v = self.interp(ctx.thread).eval(s, ctx.fctx.func, e).as_ptr();
+        if v.unknown {
+            return self.syntactic.functions(ctx, e);
+        }
+        let mut funcs: Vec<FuncId> = v
+            .targets()
+            .iter()
+            .filter_map(|(b, _)| match b {
+                Base::Func(f) => Some(*f),
+                _ => None,
+            })
+            .collect();
+        funcs.sort();
+        funcs.dedup();
+        let exact = funcs.len() == 1 && v.targets().len() == 1 && !v.null;
+        FuncTargets { funcs, exact }
+    }
+
+    fn accesses(&self, ctx: &Context) -> Vec<MemAccess<'p>> {
+        if !self.live() {
+            return self.syntactic.accesses(ctx);
+        }
+        let program = self.program;
+        let Some(cfg) = &program.function(ctx.fctx.func).body else {
+            return Vec::new();
+        };
+        let Some(edge) = cfg.edges.get(ctx.edge.0 as usize) else {
+            return Vec::new();
+        };
+        let Some(state) = self.state_at(ctx) else {
+            return Vec::new();
+        };
+        let r = StateResolver {
+            interp: self.interp(ctx.thread),
+            state,
+            func: ctx.fctx.func,
+        };
+        accesses::statement_accesses(program, self.roles, &edge.op, &r)
+    }
+
+    fn feasible(&self, ctx: &Context) -> bool {
+        if !self.live() {
+            return true;
+        }
+        let Some(s) = self.state_at(ctx) else {
+            return false;
+        };
+        let Some(edge) = self
+            .program
+            .function(ctx.fctx.func)
+            .body
+            .as_ref()
+            .and_then(|c| c.edges.get(ctx.edge.0 as usize))
+        else {
+            return true;
+        };
+        match &edge.op {
+            crate::ir::Op::Assume { cond, branch } => {
+                let it = self.interp(ctx.thread);
+                let t = interp::truth(&it.eval(s, ctx.fctx.func, cond));
+                !matches!((t, branch), (Bool3::False, true) | (Bool3::True, false))
+            }
+            _ => true,
+        }
+    }
+
+    fn single_object(&self, base: &Base) -> bool {
+        self.live() && matches!(base, Base::Heap { .. }) && !self.summaries.contains(base)
+    }
+
+    fn degradations(&self) -> Vec<String> {
+        self.degraded.iter().cloned().collect()
+    }
+}
