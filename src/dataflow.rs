@@ -224,6 +224,26 @@ pub fn solve<A: Analysis>(
             }
         }
     }
+    if !complete && tracing::enabled!(tracing::Level::DEBUG) {
+        let mut hot: Vec<(u32, usize, usize)> = Vec::new();
+        for (ci, v) in e.updates.iter().enumerate() {
+            for (ni, n) in v.iter().enumerate() {
+                hot.push((*n, ci, ni));
+            }
+        }
+        hot.sort();
+        for (n, ci, ni) in hot.iter().rev().take(12) {
+            let f = e.tc.ctxs[*ci].func;
+            tracing::debug!(
+                func = %program.function(f).name,
+                ctx = ci,
+                node = ni,
+                updates = n,
+                state = ?e.states[*ci][*ni],
+                "hot node"
+            );
+        }
+    }
     tracing::debug!(
         thread = e.tc.thread.0,
         contexts = e.tc.ctxs.len(),
@@ -317,7 +337,7 @@ impl<A: Analysis> Engine<'_, A> {
                 self.pending[ci][ni].join_with(d);
             }
             let p = self.pos(c, n);
-            self.work.insert((c.0, p));
+            self.work.insert((u32::MAX - c.0, p));
         }
     }
 
@@ -345,7 +365,8 @@ impl<A: Analysis> Engine<'_, A> {
     }
 
     fn run(&mut self) -> bool {
-        while let Some((ci, p)) = self.work.pop_first() {
+        while let Some((rci, p)) = self.work.pop_first() {
+            let ci = u32::MAX - rci;
             self.visits += 1;
             if self.visits > self.budget {
                 return false;

@@ -25,6 +25,7 @@ use crate::ir::{
     Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
 };
 use crate::model::{LockKind, LockMode, Role, Roles};
+use crate::threads::ThreadGraph;
 use racedar_domains::Merge;
 use racedar_domains::SmallSet;
 use rustc_hash::FxHashMap;
@@ -126,14 +127,18 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     program: &'p Program,
     roles: &'a Roles,
     backend: &'a B,
+    graph: &'a ThreadGraph,
     tc: &'a ThreadContexts,
     table: &'a mut LockTable,
     _p: std::marker::PhantomData<&'p ()>,
 }
 
 /// Lock candidates of a pointer argument: `None` when unknown.
+#[allow(clippy::too_many_arguments)]
 fn lock_targets<'p, B: Backend<'p>>(
+    program: &Program,
     backend: &B,
+    graph: &ThreadGraph,
     tc: &ThreadContexts,
     ctx: FnCtxId,
     eid: EdgeId,
@@ -146,7 +151,10 @@ fn lock_targets<'p, B: Backend<'p>>(
         PointsTo::Known(addrs) if !addrs.is_empty() && addrs.len() <= MAX_LOCK_CANDIDATES => {
             let mut out = SmallVec::new();
             for Address { base, range, exact } in addrs {
-                if !exact {
+                // A lock at an inexact offset, or in an object standing for several (a heap
+                // object allocated in a loop, a local of a thread running several times), has
+                // no single identity.
+                if !exact || !graph.single_instance(program, backend, &base) {
                     return None;
                 }
                 let key = if once {
@@ -274,8 +282,17 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
                             out.push(fact.clone());
                             return;
                         };
-                        match lock_targets(self.backend, self.tc, ctx, eid, arg, self.table, false)
-                        {
+                        match lock_targets(
+                            self.program,
+                            self.backend,
+                            self.graph,
+                            self.tc,
+                            ctx,
+                            eid,
+                            arg,
+                            self.table,
+                            false,
+                        ) {
                             Some(locks) => {
                                 for l in locks {
                                     let h = Held { lock: l, mode };
@@ -307,7 +324,17 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
                     }
                     Some(Role::Unlock { lock }) => {
                         let target = args.get(lock).and_then(|a| {
-                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, false)
+                            lock_targets(
+                                self.program,
+                                self.backend,
+                                self.graph,
+                                self.tc,
+                                ctx,
+                                eid,
+                                a,
+                                self.table,
+                                false,
+                            )
                         });
                         match target {
                             Some(locks) => {
@@ -335,7 +362,17 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
                     Some(Role::SemWait { sem, .. }) => {
                         let mut f = fact.clone();
                         let ids = args.get(sem).and_then(|a| {
-                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, false)
+                            lock_targets(
+                                self.program,
+                                self.backend,
+                                self.graph,
+                                self.tc,
+                                ctx,
+                                eid,
+                                a,
+                                self.table,
+                                false,
+                            )
                         });
                         for l in ids.unwrap_or_else(|| SmallVec::from_slice(&[LockId::UNKNOWN])) {
                             f.may.insert(Held {
@@ -347,7 +384,17 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
                     }
                     Some(Role::SemPost { sem }) => {
                         let ids = args.get(sem).and_then(|a| {
-                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, false)
+                            lock_targets(
+                                self.program,
+                                self.backend,
+                                self.graph,
+                                self.tc,
+                                ctx,
+                                eid,
+                                a,
+                                self.table,
+                                false,
+                            )
                         });
                         let mut f = fact.clone();
                         for l in ids.unwrap_or_default() {
@@ -367,17 +414,29 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
                         // The routine was not analysed as a call: the caller holds the once-lock
                         // in read mode from now on.
                         let ids = args.get(control).and_then(|a| {
-                            lock_targets(self.backend, self.tc, ctx, eid, a, self.table, true)
+                            lock_targets(
+                                self.program,
+                                self.backend,
+                                self.graph,
+                                self.tc,
+                                ctx,
+                                eid,
+                                a,
+                                self.table,
+                                true,
+                            )
                         });
                         match ids {
                             Some(ids) => {
                                 let mut f = fact.clone();
-                                for l in ids {
+                                for &l in &ids {
                                     let h = Held {
                                         lock: l,
                                         mode: LockMode::Read,
                                     };
-                                    f.must.insert(h);
+                                    if ids.len() == 1 {
+                                        f.must.insert(h);
+                                    }
                                     f.may.insert(h);
                                 }
                                 out.push(f);
@@ -436,15 +495,18 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
                 },
             ),
             CallKind::Once => {
+                // Several candidate once-controls: one of them is held, none for sure.
                 let mut f = fact.clone();
-                for l in self.once_locks(ctx, eid, edge) {
-                    f = Self::add(
-                        &f,
-                        Held {
-                            lock: l,
-                            mode: LockMode::Write,
-                        },
-                    );
+                let locks = self.once_locks(ctx, eid, edge);
+                for &l in &locks {
+                    let h = Held {
+                        lock: l,
+                        mode: LockMode::Write,
+                    };
+                    if locks.len() == 1 {
+                        f.must.insert(h);
+                    }
+                    f.may.insert(h);
                 }
                 f
             }
@@ -464,13 +526,16 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
             CallKind::Atomic => Self::release(exit, LockId::ATOMIC),
             CallKind::Once => {
                 let mut f = exit.clone();
-                for l in self.once_locks(ctx, eid, edge) {
+                let locks = self.once_locks(ctx, eid, edge);
+                for &l in &locks {
                     f = Self::release(&f, l);
                     let h = Held {
                         lock: l,
                         mode: LockMode::Read,
                     };
-                    f.must.insert(h);
+                    if locks.len() == 1 {
+                        f.must.insert(h);
+                    }
                     f.may.insert(h);
                 }
                 f
@@ -498,7 +563,19 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             return SmallVec::new();
         };
         args.get(*control)
-            .and_then(|a| lock_targets(self.backend, self.tc, ctx, eid, a, self.table, true))
+            .and_then(|a| {
+                lock_targets(
+                    self.program,
+                    self.backend,
+                    self.graph,
+                    self.tc,
+                    ctx,
+                    eid,
+                    a,
+                    self.table,
+                    true,
+                )
+            })
             .unwrap_or_default()
     }
 
@@ -550,15 +627,17 @@ impl LocksetResult {
         program: &'p Program,
         roles: &Roles,
         backend: &B,
-        contexts: &[ThreadContexts],
+        graph: &ThreadGraph,
     ) -> LocksetResult {
         let mut table = LockTable::default();
+        let contexts = &graph.contexts;
         let mut solutions = Vec::with_capacity(contexts.len());
         for tc in contexts {
             let mut a = Locksets {
                 program,
                 roles,
                 backend,
+                graph,
                 tc,
                 table: &mut table,
                 _p: std::marker::PhantomData,
@@ -679,7 +758,9 @@ impl LocksetResult {
                         }
                         let released = arg.and_then(|a| {
                             lock_targets(
+                                program,
                                 backend,
+                                graph,
                                 tc,
                                 c,
                                 EdgeId(ei as u32),

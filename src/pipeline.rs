@@ -164,7 +164,7 @@ fn run<'p, B: Backend<'p>>(
         "thread-creation graph"
     );
     let t = Instant::now();
-    let mut locksets = LocksetResult::compute(program, roles, &backend, &graph.contexts);
+    let mut locksets = LocksetResult::compute(program, roles, &backend, &graph);
     phases.push(("lockset", t.elapsed()));
     let t = Instant::now();
     let branches = |ctx: &crate::context::Context| branch_outcome(program, &backend, ctx);

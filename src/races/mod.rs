@@ -426,8 +426,8 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             reasons.add(2);
         }
         if let Target::Addr(x) = a.target
-            && let Base::Heap { thread, .. } = x.base
-            && !(inp.backend.single_object(&x.base) && tf[thread.0 as usize].unique)
+            && matches!(x.base, Base::Heap { .. })
+            && !inp.graph.single_instance(inp.program, inp.backend, &x.base)
         {
             reasons.add(3);
         }

@@ -348,6 +348,26 @@ impl ThreadGraph {
         }
     }
 
+    /// Whether `base` stands for exactly one object in every run: a global (not
+    /// thread-local), a local of a unique thread, a heap object a unique thread allocates once
+    /// (the backend's [`Backend::single_object`]). Locks in other objects have no single
+    /// identity, and races on them are not certain.
+    pub fn single_instance<'p, B: Backend<'p>>(
+        &self,
+        program: &Program,
+        backend: &B,
+        base: &crate::backend::Base,
+    ) -> bool {
+        use crate::backend::Base;
+        let unique = |t: &ThreadId| self.threads.get(t.0 as usize).is_some_and(|x| x.unique);
+        match base {
+            Base::Global(g) => !program.global(*g).thread_local,
+            Base::Local { thread, .. } => unique(thread),
+            Base::Heap { thread, .. } => unique(thread) && backend.single_object(base),
+            Base::Str(_) | Base::Hidden(_) | Base::Func(_) => true,
+        }
+    }
+
     /// The thread behind an id.
     pub fn thread(&self, t: ThreadId) -> &Thread {
         &self.threads[t.0 as usize]

@@ -54,6 +54,10 @@ impl Domain for State {
 #[derive(Clone, Debug, Default)]
 pub struct Shared {
     by_base: FxHashMap<Base, SmallVec<[(ThreadId, Obj); 1]>>,
+    /// When each base's stores by each thread last changed (a value of `clock`).
+    version: FxHashMap<(Base, ThreadId), u64>,
+    /// Counts changes.
+    clock: u64,
 }
 
 impl Shared {
@@ -87,16 +91,51 @@ impl Shared {
         stores.sort_by_key(|a| a.0);
         for (b, o) in stores {
             let ws = self.by_base.entry(b).or_default();
-            match ws.iter_mut().find(|(w, _)| *w == writer) {
-                Some((_, old)) => changed |= old.join_with(&o, widen),
+            let c = match ws.iter_mut().find(|(w, _)| *w == writer) {
+                Some((_, old)) => old.join_with(&o, widen),
                 None => {
                     ws.push((writer, o));
                     ws.sort_by_key(|(w, _)| *w);
-                    changed = true;
+                    true
                 }
+            };
+            if c {
+                self.clock += 1;
+                self.version.insert((b, writer), self.clock);
+                changed = true;
             }
         }
         changed
+    }
+
+    /// Advances the change counter (for changes tracked outside the invariant).
+    pub fn tick(&mut self) {
+        self.clock += 1;
+    }
+
+    /// The current value of the change counter.
+    pub fn clock(&self) -> u64 {
+        self.clock
+    }
+
+    /// Whether the stores `reader` sees (as [`Shared::read`] selects them) in some base of
+    /// `bases` changed after time `t`.
+    pub fn changed_since<'b>(
+        &self,
+        reader: ThreadId,
+        unique: bool,
+        bases: impl IntoIterator<Item = &'b Base>,
+        t: u64,
+    ) -> bool {
+        bases.into_iter().any(|b| {
+            let own_local = matches!(b, Base::Local { thread, .. } if *thread == reader);
+            self.by_base.get(b).is_some_and(|ws| {
+                ws.iter().any(|(w, _)| {
+                    (*w != reader || (!unique && !own_local))
+                        && self.version.get(&(*b, *w)).is_some_and(|v| *v > t)
+                })
+            })
+        })
     }
 }
 
@@ -122,6 +161,8 @@ pub struct Effects {
     pub creates: FxHashMap<CallSite, (State, Val)>,
     /// Heap bases that stood for several objects.
     pub summaries: FxHashSet<Base>,
+    /// Shared bases the thread read (its results depend on their shared stores).
+    pub reads: std::cell::RefCell<FxHashSet<Base>>,
 }
 
 /// The transfer functions of one thread.
@@ -252,6 +293,7 @@ impl<'p> Interp<'_, 'p> {
             None => s.frame.default_obj(b).read(off, size),
         };
         if self.shared_base(b) {
+            self.effects.reads.borrow_mut().insert(*b);
             own.join(&self.shared.read(b, self.thread, self.unique, off, size))
         } else {
             own
@@ -598,6 +640,7 @@ impl<'p> Interp<'_, 'p> {
             // Bytes without a cell in the source: its rest (and others' stores).
             let mut rest = sobj.rest.clone();
             if self.shared_base(&sb) {
+                self.effects.reads.borrow_mut().insert(sb);
                 rest = rest.join(&self.shared.read(
                     &sb,
                     self.thread,
@@ -1149,7 +1192,9 @@ impl<'p> Interp<'_, 'p> {
                 continue;
             }
             match pre.delta.get(&b) {
-                Some(o) => s.set(b, o.clone()),
+                Some(o) => {
+                    s.delta.insert(b, o.clone());
+                }
                 None => s.forget(&b),
             }
         }

@@ -15,6 +15,7 @@
 use crate::backend::Base;
 use crate::context::ThreadId;
 use imbl::OrdMap;
+use imbl::ordmap::DiffItem;
 use racedar_domains::{Interval, Value};
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -242,6 +243,9 @@ impl Obj {
         if next.cells.len() > MAX_CELLS {
             next.smash();
         }
+        // A cell holding what the rest holds adds nothing.
+        let r = next.rest.clone();
+        next.cells.retain(|c| c.v != r);
         let changed = next != *self;
         *self = next;
         changed
@@ -262,12 +266,11 @@ impl Obj {
     }
 }
 
-/// Objects by base.
-pub type Mem = OrdMap<Base, Obj>;
+/// Objects by base (shared between states until changed).
+pub type Mem = OrdMap<Base, Rc<Obj>>;
 
 /// What a thread's states share: its initial objects and the objects of bases it never
 /// stored to.
-#[derive(Debug)]
 pub struct Frame {
     /// The thread.
     pub thread: ThreadId,
@@ -275,6 +278,15 @@ pub struct Frame {
     pub init: Mem,
     /// Initial objects of the globals (static initialisers), by global id.
     pub globals: Rc<Vec<Obj>>,
+}
+
+impl std::fmt::Debug for Frame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frame")
+            .field("thread", &self.thread)
+            .field("init", &self.init.len())
+            .finish()
+    }
 }
 
 impl Frame {
@@ -298,12 +310,15 @@ impl Frame {
 
     /// The object of `b` before the thread stores to it.
     pub fn initial(&self, b: &Base) -> Obj {
-        self.init
-            .get(b)
-            .cloned()
-            .unwrap_or_else(|| self.default_obj(b))
+        match self.init.get(b) {
+            Some(o) => (**o).clone(),
+            None => self.default_obj(b),
+        }
     }
 }
+
+/// A base whose objects differ between two states: (base, first side's, second side's).
+type ObjDiff = (Base, Option<Rc<Obj>>, Option<Rc<Obj>>);
 
 /// The abstract state at a program point of a thread.
 #[derive(Clone, Debug)]
@@ -352,19 +367,22 @@ impl State {
     /// The object of `base`.
     pub fn obj(&self, base: &Base) -> Obj {
         match self.delta.get(base) {
-            Some(o) => o.clone(),
+            Some(o) => (**o).clone(),
             None => self.frame.initial(base),
         }
     }
 
     /// The object of `base`, when the state stores one (changed or initial).
     pub fn stored(&self, base: &Base) -> Option<&Obj> {
-        self.delta.get(base).or_else(|| self.frame.init.get(base))
+        self.delta
+            .get(base)
+            .or_else(|| self.frame.init.get(base))
+            .map(|o| &**o)
     }
 
     /// Sets the object of `base`.
     pub fn set(&mut self, base: Base, obj: Obj) {
-        self.delta.insert(base, obj);
+        self.delta.insert(base, Rc::new(obj));
     }
 
     /// Forgets the change to `base` (it goes back to its initial object).
@@ -390,30 +408,31 @@ impl State {
             return true;
         }
         let mut changed = false;
-        for (b, ob) in o.delta.iter() {
-            match self.delta.get_mut(b) {
-                Some(m) => changed |= m.join_with(ob, widen),
-                None => {
-                    let mut m = self.frame.initial(b);
-                    if m != *ob {
-                        m.join_with(ob, widen);
-                        self.delta.insert(*b, m);
-                        changed = true;
-                    }
-                }
-            }
-        }
-        // Objects only `self` changed: join with `o`'s view of them.
-        let only_mine: Vec<Base> = self
+        // Only the objects the two deltas do not share need a join.
+        let diffs: Vec<ObjDiff> = self
             .delta
-            .keys()
-            .filter(|b| !o.delta.contains_key(*b))
-            .copied()
+            .diff(&o.delta)
+            .filter_map(|d| match d {
+                DiffItem::Add(k, v) => Some((*k, None, Some(v.clone()))),
+                DiffItem::Remove(k, v) => Some((*k, Some(v.clone()), None)),
+                DiffItem::Update {
+                    old: (k, a),
+                    new: (_, b),
+                } => (!Rc::ptr_eq(a, b)).then(|| (*k, Some(a.clone()), Some(b.clone()))),
+            })
             .collect();
-        for b in only_mine {
-            let theirs = o.frame.initial(&b);
-            if let Some(m) = self.delta.get_mut(&b) {
-                changed |= m.join_with(&theirs, widen);
+        for (b, mine, theirs) in diffs {
+            let mut m = match &mine {
+                Some(m) => (**m).clone(),
+                None => self.frame.initial(&b),
+            };
+            let t = match &theirs {
+                Some(t) => (**t).clone(),
+                None => o.frame.initial(&b),
+            };
+            if m.join_with(&t, widen) || mine.is_none() {
+                self.delta.insert(b, Rc::new(m));
+                changed = true;
             }
         }
         let r = if widen {
@@ -444,10 +463,24 @@ impl State {
             return false;
         }
         let mut changed = false;
-        let keys: Vec<Base> = self.delta.keys().copied().collect();
-        for b in keys {
-            if let (Some(m), Some(n)) = (self.delta.get_mut(&b), o.delta.get(&b)) {
-                changed |= m.narrow_with(n);
+        let keys: Vec<(Base, Rc<Obj>)> = self
+            .delta
+            .diff(&o.delta)
+            .filter_map(|d| match d {
+                DiffItem::Update {
+                    old: (k, _),
+                    new: (_, n),
+                } => Some((*k, n.clone())),
+                _ => None,
+            })
+            .collect();
+        for (b, n) in keys {
+            if let Some(m) = self.delta.get(&b) {
+                let mut m = (**m).clone();
+                if m.narrow_with(&n) {
+                    self.delta.insert(b, Rc::new(m));
+                    changed = true;
+                }
             }
         }
         changed

@@ -34,13 +34,13 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
 /// Node visits per thread analysis before the backend degrades.
-pub const VISIT_BUDGET: u64 = 400_000;
+pub const VISIT_BUDGET: u64 = 150_000;
 
 /// Rounds of the thread-modular fixpoint before the backend degrades.
 pub const MAX_ROUNDS: u32 = 8;
 
 /// The round from which the shared invariant is widened.
-pub const WIDEN_ROUND: u32 = 3;
+pub const WIDEN_ROUND: u32 = 2;
 
 /// The value backend over one program.
 pub struct ValueBackend<'p> {
@@ -54,11 +54,26 @@ pub struct ValueBackend<'p> {
     shared: Shared,
     creates: FxHashMap<CallSite, (State, Val)>,
     solutions: FxHashMap<ThreadId, Solution<State>>,
+    /// What each thread's solution was computed from, to skip unchanged threads.
+    inputs: FxHashMap<ThreadId, Inputs>,
+    /// When each create site's state last changed (a value of the shared clock).
+    create_version: FxHashMap<CallSite, u64>,
     unique: FxHashMap<ThreadId, bool>,
     summaries: FxHashSet<Base>,
     round: u32,
     changed: bool,
     degraded: Option<String>,
+}
+
+/// What a thread's analysis depended on.
+struct Inputs {
+    entry: FuncId,
+    site: Option<CallSite>,
+    unique: bool,
+    /// The shared clock when the analysis started.
+    at: u64,
+    /// Shared bases it read.
+    reads: FxHashSet<Base>,
 }
 
 /// Lets the engine drive an [`Interp`].
@@ -107,6 +122,8 @@ impl<'p> ValueBackend<'p> {
             shared: Shared::default(),
             creates: FxHashMap::default(),
             solutions: FxHashMap::default(),
+            inputs: FxHashMap::default(),
+            create_version: FxHashMap::default(),
             unique: FxHashMap::default(),
             summaries: FxHashSet::default(),
             round: 0,
@@ -221,7 +238,7 @@ impl<'p> ValueBackend<'p> {
                         func: entry,
                         local: *p,
                     },
-                    o,
+                    Rc::new(o),
                 );
             }
         }
@@ -370,6 +387,35 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
         if !self.live() {
             return;
         }
+        let unique = self
+            .unique
+            .get(&thread)
+            .copied()
+            .unwrap_or(thread == ThreadId::MAIN);
+        if let Some(inp) = self.inputs.get(&thread)
+            && inp.entry == entry
+            && inp.site == site
+            && inp.unique == unique
+            && !self
+                .shared
+                .changed_since(thread, unique, &inp.reads, inp.at)
+            && site.is_none_or(|s| self.create_version.get(&s).is_none_or(|v| *v <= inp.at))
+        {
+            // Same inputs: same results.
+            return;
+        }
+        if tracing::enabled!(tracing::Level::DEBUG)
+            && let Some(inp) = self.inputs.get(&thread)
+        {
+            let why: Vec<&Base> = inp
+                .reads
+                .iter()
+                .filter(|b| self.shared.changed_since(thread, unique, [*b], inp.at))
+                .take(3)
+                .collect();
+            tracing::debug!(thread = thread.0, round = self.round, ?why, "re-analysing");
+        }
+        let at = self.shared.clock();
         let frame = self.frame(thread, entry, site);
         let init = State::start(frame);
         let tc = ThreadContexts::new(thread, entry, self.depth);
@@ -403,10 +449,23 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             e.1 = e.1.join(&v);
             if e.0 != before.0 || e.1 != before.1 {
                 self.changed = true;
+                // Create states change on the shared clock's time line too.
+                self.shared.tick();
+                self.create_version.insert(site, self.shared.clock());
             }
         }
         self.summaries.extend(effects.summaries);
         self.solutions.insert(thread, sol);
+        self.inputs.insert(
+            thread,
+            Inputs {
+                entry,
+                site,
+                unique,
+                at,
+                reads: effects.reads.into_inner(),
+            },
+        );
     }
 
     fn end_round(&mut self, threads: usize) -> bool {
