@@ -103,6 +103,12 @@ pub trait Analysis {
         pre: &Self::D,
         exit: &Self::D,
     ) -> Self::D;
+
+    /// Whether the analysis ran out of a budget of its own (checked every 256 visits); the
+    /// solution is then incomplete.
+    fn exhausted(&self) -> bool {
+        false
+    }
 }
 
 /// The states of one thread at every program point of every function context.
@@ -368,7 +374,7 @@ impl<A: Analysis> Engine<'_, A> {
         while let Some((rci, p)) = self.work.pop_first() {
             let ci = u32::MAX - rci;
             self.visits += 1;
-            if self.visits > self.budget {
+            if self.visits > self.budget || (self.visits % 256 == 0 && self.analysis.exhausted()) {
                 return false;
             }
             let c = FnCtxId(ci);

@@ -34,7 +34,15 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
 /// Node visits per thread analysis before the backend degrades.
-pub const VISIT_BUDGET: u64 = 150_000;
+pub const VISIT_BUDGET: u64 = 30_000;
+
+/// Work (node visits plus object joins) over all thread analyses of all rounds before the
+/// backend degrades.
+pub const TOTAL_BUDGET: u64 = 2_000_000;
+
+/// Programs with more CFG edges than this are analysed without call-string contexts (their
+/// cost grows with contexts × rounds; seed 001 §8 reports the same trade-off for EVA).
+pub const LARGE_PROGRAM_EDGES: usize = 6_000;
 
 /// Rounds of the thread-modular fixpoint before the backend degrades.
 pub const MAX_ROUNDS: u32 = 8;
@@ -61,6 +69,8 @@ pub struct ValueBackend<'p> {
     unique: FxHashMap<ThreadId, bool>,
     summaries: FxHashSet<Base>,
     round: u32,
+    /// Work spent so far (node visits plus object joins).
+    visits: u64,
     changed: bool,
     degraded: Option<String>,
 }
@@ -77,10 +87,15 @@ struct Inputs {
 }
 
 /// Lets the engine drive an [`Interp`].
-struct Solver<'i, 'a, 'p>(&'i mut Interp<'a, 'p>);
+/// The second field is the object-join count at which the analysis gives up.
+struct Solver<'i, 'a, 'p>(&'i mut Interp<'a, 'p>, u64);
 
 impl dataflow::Analysis for Solver<'_, '_, '_> {
     type D = State;
+
+    fn exhausted(&self) -> bool {
+        memory::joins_done() > self.1
+    }
 
     fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &State) -> State {
         self.0.transfer(at, edge, d)
@@ -111,6 +126,17 @@ impl<'p> ValueBackend<'p> {
     /// the call-string length of contexts.
     pub fn new(program: &'p Program, roles: &'p Roles, depth: usize) -> ValueBackend<'p> {
         let addr_taken = interp::address_taken_locals(program);
+        let edges: usize = program
+            .functions
+            .iter()
+            .filter_map(|f| f.body.as_ref())
+            .map(|c| c.edges.len())
+            .sum();
+        let depth = if edges > LARGE_PROGRAM_EDGES {
+            0
+        } else {
+            depth
+        };
         let mut b = ValueBackend {
             program,
             roles,
@@ -127,6 +153,7 @@ impl<'p> ValueBackend<'p> {
             unique: FxHashMap::default(),
             summaries: FxHashSet::default(),
             round: 0,
+            visits: 0,
             changed: false,
             degraded: None,
         };
@@ -420,16 +447,21 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
         let init = State::start(frame);
         let tc = ThreadContexts::new(thread, entry, self.depth);
         let program = self.program;
-        let budget = self.budget;
+        let joins_before = memory::joins_done();
+        let left = TOTAL_BUDGET.saturating_sub(self.visits);
+        let budget = self.budget.min(left);
         let (sol, effects) = {
             let mut it = self.interp(thread);
-            let sol = dataflow::solve(program, tc, &mut Solver(&mut it), init, budget);
+            let mut solver = Solver(&mut it, joins_before.saturating_add(left));
+            let sol = dataflow::solve(program, tc, &mut solver, init, budget);
             (sol, it.effects)
         };
+        self.visits += sol.visits + (memory::joins_done() - joins_before);
         if !sol.complete {
             self.degraded = Some(format!(
-                "value analysis of thread {} exceeded {} visits: pointers resolved syntactically",
-                thread.0, budget
+                "value analysis exceeded its budget ({} node visits per thread, {} in all): \
+                 pointers resolved syntactically",
+                self.budget, TOTAL_BUDGET
             ));
             return;
         }
@@ -469,6 +501,13 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
     }
 
     fn end_round(&mut self, threads: usize) -> bool {
+        tracing::debug!(
+            round = self.round,
+            work = self.visits,
+            changed = self.changed,
+            degraded = self.degraded.is_some(),
+            "value round"
+        );
         if !self.live() {
             return true;
         }
