@@ -374,7 +374,9 @@ impl<A: Analysis> Engine<'_, A> {
         while let Some((rci, p)) = self.work.pop_first() {
             let ci = u32::MAX - rci;
             self.visits += 1;
-            if self.visits > self.budget || (self.visits % 256 == 0 && self.analysis.exhausted()) {
+            if self.visits > self.budget
+                || (self.visits.is_multiple_of(256) && self.analysis.exhausted())
+            {
                 return false;
             }
             let c = FnCtxId(ci);
