@@ -31,7 +31,7 @@ use crate::ir::{
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
 use racedar_domains::Merge;
-use racedar_domains::{BitSet, Bool3};
+use racedar_domains::{BitSet, Bool3, Interval};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -47,6 +47,11 @@ pub struct MhpFact {
     must_active: BitSet<ThreadId>,
     certain: bool,
     ids: SmallVec<[(IdKey, ThreadId); 2]>,
+    /// Constraints of the paths on free locals (function, local): values every path of the
+    /// fact allows (an over-approximation, to drop impossible paths) and values for which the
+    /// certain path is taken (a witness set, non-empty while the fact is certain). A free
+    /// local not listed may take any value of its type.
+    cons: SmallVec<[(FuncId, LocalId, Interval, Interval); 1]>,
 }
 
 impl MhpFact {
@@ -57,7 +62,27 @@ impl MhpFact {
             must_active: BitSet::new(),
             certain: true,
             ids: SmallVec::new(),
+            cons: SmallVec::new(),
         }
+    }
+
+    /// The values of free local `l` of `func` the paths allow and the certain path's witness
+    /// values, within `range`.
+    fn allowed(&self, func: FuncId, l: LocalId, range: Interval) -> (Interval, Interval) {
+        self.cons
+            .iter()
+            .find(|(f, x, _, _)| *f == func && *x == l)
+            .map_or((range, range), |(_, _, o, u)| (*o, *u))
+    }
+
+    fn constrain(&mut self, func: FuncId, l: LocalId, over: Interval, under: Interval) {
+        self.cons.retain(|(f, x, _, _)| !(*f == func && *x == l));
+        self.cons.push((func, l, over, under));
+        self.cons.sort_by_key(|(f, x, _, _)| (*f, *x));
+    }
+
+    fn unconstrain(&mut self, func: FuncId, l: LocalId) {
+        self.cons.retain(|(f, x, _, _)| !(*f == func && *x == l));
     }
 }
 
@@ -180,47 +205,74 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
                     .locals
                     .get(l.0 as usize)
                     .is_some_and(|x| x.kind != crate::ir::LocalKind::Param)
-                && tested_at.get(l).is_none_or(|s| s.len() <= 1)
+
         })
         .map(|(l, _)| l)
         .collect()
 }
 
-/// Whether `cond` can be both true and false: it tests a free local against a constant
-/// inside its type's range.
-fn free_condition(program: &Program, free: &FxHashSet<LocalId>, cond: &Expr) -> bool {
+/// The values of an integer type, inclusive (`None` for types wider than 64 bits).
+fn type_range(program: &Program, ty: crate::ir::TypeId) -> Option<Interval> {
+    let k = program.types.int_kind(ty)?;
+    if k == crate::ir::types::IntKind::Bool {
+        return Some(Interval::new(0, 1));
+    }
+    let bits = program.types.data_model.int_size(k) as u32 * 8;
+    if bits > 64 {
+        return None;
+    }
+    Some(if k.is_signed() {
+        Interval::new(-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    } else {
+        Interval::new(0, (1i128 << bits) - 1)
+    })
+}
+
+/// What a branch condition says about a free local: the local, its type's range and the set of
+/// its values that make `cond` evaluate to `branch` (`Exact`), or that the set is the range
+/// minus one value (`Except`). `konst` gives the constant value of other operands, if any.
+enum FreeTest {
+    Exact(LocalId, Interval, Interval),
+    Except(LocalId, Interval, i128),
+}
+
+fn free_test(
+    program: &Program,
+    free: &FxHashSet<LocalId>,
+    cond: &Expr,
+    branch: bool,
+    konst: &dyn Fn(&Expr) -> Option<i128>,
+) -> Option<FreeTest> {
     let free_load = |e: &Expr| match &strip_casts(e).kind {
         ExprKind::Load(lv) => match lv.host {
-            Host::Var(Var::Local(l)) if lv.proj.is_empty() && free.contains(&l) => Some(lv.ty),
+            Host::Var(Var::Local(l)) if lv.proj.is_empty() && free.contains(&l) => {
+                Some((l, type_range(program, lv.ty)?))
+            }
             _ => None,
         },
         _ => None,
     };
-    let range = |ty| -> Option<(i128, i128)> {
-        let k = program.types.int_kind(ty)?;
-        if k == crate::ir::types::IntKind::Bool {
-            return Some((0, 1));
-        }
-        let bits = program.types.data_model.int_size(k) as u32 * 8;
-        if bits >= 128 {
-            return None;
-        }
-        Some(if k.is_signed() {
-            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+    let mut c = strip_casts(cond);
+    let mut branch = branch;
+    while let ExprKind::Unary(crate::ir::UnOp::LogNot, a) = &c.kind {
+        branch = !branch;
+        c = strip_casts(a);
+    }
+    if let Some((l, r)) = free_load(c) {
+        // A truth test: `x` is non-zero on the true branch.
+        return Some(if branch {
+            FreeTest::Except(l, r, 0)
         } else {
-            (0, (1i128 << bits) - 1)
-        })
-    };
-    let c = strip_casts(cond);
-    if let Some(ty) = free_load(c) {
-        return program.types.is_scalar(ty);
+            FreeTest::Exact(l, r, Interval::constant(0))
+        });
     }
     let ExprKind::Binary(op, a, b) = &c.kind else {
-        return false;
+        return None;
     };
-    let (ty, k, op) = match (free_load(a), b.as_int(), free_load(b), a.as_int()) {
-        (Some(ty), Some(k), _, _) => (ty, k, *op),
-        (_, _, Some(ty), Some(k)) => {
+    let k_of = |e: &Expr| e.as_int().or_else(|| konst(e));
+    let ((l, r), k, op) = match (free_load(a), free_load(b)) {
+        (Some(x), None) => (x, k_of(b)?, *op),
+        (None, Some(x)) => {
             // Mirror: `k < x` is `x > k`.
             let flipped = match op {
                 BinOp::Lt => BinOp::Gt,
@@ -229,28 +281,49 @@ fn free_condition(program: &Program, free: &FxHashSet<LocalId>, cond: &Expr) -> 
                 BinOp::Ge => BinOp::Le,
                 o => *o,
             };
-            (ty, k, flipped)
+            (x, k_of(a)?, flipped)
         }
-        _ => return false,
+        _ => return None,
     };
-    let Some((lo, hi)) = range(ty) else {
-        return false;
+    let op = if branch {
+        op
+    } else {
+        match op {
+            BinOp::Lt => BinOp::Ge,
+            BinOp::Ge => BinOp::Lt,
+            BinOp::Gt => BinOp::Le,
+            BinOp::Le => BinOp::Gt,
+            BinOp::Eq => BinOp::Ne,
+            BinOp::Ne => BinOp::Eq,
+            _ => return None,
+        }
     };
-    // Both outcomes possible for some value in [lo, hi]?
-    match op {
-        BinOp::Eq | BinOp::Ne => (lo..=hi).contains(&k) && lo < hi,
-        BinOp::Lt => lo < k && k <= hi,
-        BinOp::Le => lo <= k && k < hi,
-        BinOp::Gt => lo <= k && k < hi,
-        BinOp::Ge => lo < k && k <= hi,
-        _ => false,
-    }
+    use racedar_domains::interval::{NEG_INF, POS_INF};
+    let set = match op {
+        BinOp::Lt => Interval::new(NEG_INF, k.saturating_sub(1)),
+        BinOp::Le => Interval::new(NEG_INF, k),
+        BinOp::Gt => Interval::new(k.saturating_add(1), POS_INF),
+        BinOp::Ge => Interval::new(k, POS_INF),
+        BinOp::Eq => Interval::constant(k),
+        BinOp::Ne => return Some(FreeTest::Except(l, r, k)),
+        _ => return None,
+    };
+    Some(FreeTest::Exact(l, r, set.meet(&r)))
+}
+
+/// What the backend knows at a point of a thread, for the active-threads analysis.
+pub struct Oracle<'a> {
+    /// For a branch statement: never taken (`False`), always taken when its source is reached
+    /// (`True`), or either (`Maybe`).
+    pub branch: &'a dyn Fn(&crate::context::Context) -> Bool3,
+    /// The constant value of an integer expression at a statement, if it has one.
+    pub constant: &'a dyn Fn(&crate::context::Context, &Expr) -> Option<i128>,
 }
 
 struct ActiveThreads<'a> {
     program: &'a Program,
     roles: &'a Roles,
-    branches: BranchOracle<'a>,
+    oracle: &'a Oracle<'a>,
     tc: &'a ThreadContexts,
     graph: &'a ThreadGraph,
     keys: &'a mut IdKeys,
@@ -258,6 +331,67 @@ struct ActiveThreads<'a> {
 }
 
 impl ActiveThreads<'_> {
+    /// Passes the test `cond == branch` (the backend's verdict on it: `taken`): constrains a
+    /// free local, or ends certainty when the outcome depends on something else. False when
+    /// the path's constraints make the test impossible.
+    fn test(
+        &mut self,
+        f: &mut MhpFact,
+        func: FuncId,
+        ctx: &crate::context::Context,
+        cond: &Expr,
+        branch: bool,
+        taken: Bool3,
+    ) -> bool {
+        if taken == Bool3::True {
+            return true;
+        }
+        let free = self.free_of(func).clone();
+        let oracle = self.oracle;
+        let konst = |e: &Expr| (oracle.constant)(ctx, e);
+        match free_test(self.program, &free, cond, branch, &konst) {
+            Some(FreeTest::Exact(l, r, set)) => {
+                let (over, under) = f.allowed(func, l, r);
+                let (over, under) = (over.meet(&set), under.meet(&set));
+                if over.is_bottom() {
+                    return false;
+                }
+                if under.is_bottom() {
+                    f.certain = false;
+                }
+                f.constrain(func, l, over, if under.is_bottom() { over } else { under });
+            }
+            Some(FreeTest::Except(l, r, k)) => {
+                let (over, under) = f.allowed(func, l, r);
+                if over.as_constant() == Some(k) {
+                    return false;
+                }
+                // Over-approximation: only a hole at an end shows.
+                let over = if over.lo() == k {
+                    Interval::new(k + 1, over.hi())
+                } else if over.hi() == k {
+                    Interval::new(over.lo(), k - 1)
+                } else {
+                    over
+                };
+                // Witnesses: the larger side of the hole.
+                let under = if !under.contains(k) {
+                    under
+                } else {
+                    let below = Interval::new(under.lo(), k - 1);
+                    let above = Interval::new(k + 1, under.hi());
+                    if above.is_bottom() { below } else { above }
+                };
+                if under.is_bottom() {
+                    f.certain = false;
+                }
+                f.constrain(func, l, over, if under.is_bottom() { over } else { under });
+            }
+            None => f.certain = false,
+        }
+        true
+    }
+
     fn free_of(&mut self, func: FuncId) -> &FxHashSet<LocalId> {
         let (program, roles) = (self.program, self.roles);
         self.free
@@ -294,7 +428,22 @@ impl Merge for MhpFact {
             m.may_created = m.may_created.union(&f.may_created);
             m.may_active = m.may_active.union(&f.may_active);
             m.must_active = m.must_active.intersection(&f.must_active);
-            m.certain |= f.certain;
+            // Constraints over-approximate every merged path's (a local constrained on one
+            // side only is free); certainty survives only identical constraints.
+            let same = m.cons == f.cons;
+            m.certain = (m.certain || f.certain) && same;
+            if !same {
+                let mut hull = SmallVec::new();
+                for (fu, l, i, _) in &m.cons {
+                    if let Some((_, _, j, _)) =
+                        f.cons.iter().find(|(g, x, _, _)| g == fu && x == l)
+                    {
+                        let h = i.join(j);
+                        hull.push((*fu, *l, h, h));
+                    }
+                }
+                m.cons = hull;
+            }
             m.ids.retain(|p| f.ids.contains(p));
         }
         m
@@ -305,7 +454,13 @@ impl Merge for MhpFact {
             || (o.may_created.is_subset(&self.may_created)
                 && o.may_active.is_subset(&self.may_active)
                 && self.must_active.is_subset(&o.must_active)
-                && (self.certain || !o.certain)
+                && (!o.certain || self.certain)
+                && self.cons.iter().all(|(fu, l, i, _)| {
+                    o.cons
+                        .iter()
+                        .any(|(g, x, j, _)| g == fu && x == l && j.leq(i))
+                })
+                && (!o.certain || self.cons == o.cons)
                 && self.ids.iter().all(|p| o.ids.contains(p)))
     }
 }
@@ -381,27 +536,34 @@ impl FactAnalysis for ActiveThreads<'_> {
                         }
                     }
                     Some(Role::Assume { cond }) => {
-                        let free_ok = args.get(cond).is_some_and(|c| {
-                            let free = self.free_of(func).clone();
-                            free_condition(self.program, &free, c)
-                        });
-                        f.certain &= free_ok;
+                        let ctx = self.tc.context(ctx, eid);
+                        let feasible = match args.get(cond) {
+                            Some(c) => self.test(&mut f, func, &ctx, c, true, Bool3::Maybe),
+                            None => true,
+                        };
+                        if !feasible {
+                            return;
+                        }
                     }
                     _ => {}
                 }
                 if let Some(d) = dest {
                     self.forget_key(&mut f, func, d);
+                    // A fresh value of a free local: its old constraints no longer apply.
+                    if let Host::Var(Var::Local(l)) = d.host {
+                        f.unconstrain(func, l);
+                    }
                 }
             }
             Op::Assign { lhs, .. } => self.forget_key(&mut f, func, lhs),
-            Op::Assume { cond, .. } => {
-                let taken = (self.branches)(&self.tc.context(ctx, eid));
+            Op::Assume { cond, branch } => {
+                let qctx = self.tc.context(ctx, eid);
+                let taken = (self.oracle.branch)(&qctx);
                 if taken == Bool3::False {
                     return;
                 }
-                if f.certain && taken != Bool3::True {
-                    let free = self.free_of(func).clone();
-                    f.certain = free_condition(self.program, &free, cond);
+                if !self.test(&mut f, func, &qctx, cond, *branch, taken) {
+                    return;
                 }
             }
             _ => {}
@@ -463,10 +625,6 @@ pub struct ActiveAt {
     pub certainly_active: BitSet<ThreadId>,
 }
 
-/// What the backend knows about a branch statement (an `Assume` edge) in a context: never
-/// taken (`False`), always taken when its source is reached (`True`), or either (`Maybe`).
-pub type BranchOracle<'a> = &'a dyn Fn(&crate::context::Context) -> Bool3;
-
 /// Results of the active-threads analysis of every thread.
 pub struct MhpResult {
     solutions: Vec<Solution<dataflow::Facts<MhpFact>>>,
@@ -480,14 +638,13 @@ impl MhpResult {
     /// The facts concern a thread's own children, which are identified by entry function and
     /// create statement: threads with the same entry and the same contexts share a solution.
     ///
-    /// `branches` tells, for a branch statement, whether it is never taken (`False`), always
-    /// taken when reached (`True`) or either. Threads share solutions only when `share` says
-    /// the oracle does not depend on the thread.
+    /// `oracle` gives the backend's knowledge of branches and constants. Threads share
+    /// solutions only when `share` says the oracle does not depend on the thread.
     pub fn compute(
         program: &Program,
         roles: &Roles,
         graph: &ThreadGraph,
-        branches: BranchOracle<'_>,
+        oracle: &Oracle<'_>,
         share: bool,
     ) -> MhpResult {
         let mut keys = IdKeys::default();
@@ -504,7 +661,7 @@ impl MhpResult {
             let mut a = ActiveThreads {
                 program,
                 roles,
-                branches,
+                oracle,
                 tc,
                 graph,
                 keys: &mut keys,

@@ -167,12 +167,20 @@ fn run<'p, B: Backend<'p>>(
     let mut locksets = LocksetResult::compute(program, roles, &backend, &graph);
     phases.push(("lockset", t.elapsed()));
     let t = Instant::now();
-    let branches = |ctx: &crate::context::Context| branch_outcome(program, &backend, ctx);
+    let branch = |ctx: &crate::context::Context| branch_outcome(program, &backend, ctx);
+    let constant = |ctx: &crate::context::Context, e: &crate::ir::Expr| {
+        let r = backend.value(ctx, e);
+        r.lo.filter(|lo| r.hi == Some(*lo))
+    };
+    let oracle = crate::mhp::Oracle {
+        branch: &branch,
+        constant: &constant,
+    };
     let mhp = MhpResult::compute(
         program,
         roles,
         &graph,
-        &branches,
+        &oracle,
         // The syntactic answers (also those of a degraded value backend) do not depend on
         // the thread, so threads with equal contexts can share a solution.
         opts.backend == BackendKind::Syntactic || !backend.degradations().is_empty(),

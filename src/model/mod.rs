@@ -325,7 +325,7 @@ impl Model {
     /// The roles of a program's functions, indexed by [`FuncId`]: a function with a body gets
     /// a role only if the role applies to defined functions ([`Role::applies_to_defined`]).
     pub fn classify(&self, program: &Program) -> Roles {
-        let roles = program
+        let mut roles: Vec<Option<Role>> = program
             .functions
             .iter()
             .map(|f| {
@@ -334,8 +334,107 @@ impl Model {
                     .cloned()
             })
             .collect();
+        // Defined functions shaped like `void f(int c) { if (!c) abort(); }` are assumptions
+        // (SV-COMP's `assume_abort_if_not` and its kin): they return only when `c` holds.
+        for (i, f) in program.functions.iter().enumerate() {
+            if roles[i].is_none()
+                && f.body.is_some()
+                && let Some(cond) = assume_wrapper(program, &roles, FuncId(i as u32))
+            {
+                roles[i] = Some(Role::Assume { cond });
+            }
+        }
         Roles { roles }
     }
+}
+
+/// Whether calling `g` never returns: a role that ends the path, or a defined function whose
+/// exit no path reaches.
+fn never_returns(program: &Program, roles: &[Option<Role>], g: FuncId) -> bool {
+    let f = program.function(g);
+    if f.noreturn {
+        return true;
+    }
+    match (roles.get(g.0 as usize).and_then(|r| r.as_ref()), &f.body) {
+        (Some(r), _) => r.ends_path(),
+        (None, Some(cfg)) => cfg.node(cfg.exit).preds.is_empty(),
+        (None, None) => false,
+    }
+}
+
+/// The parameter `f` assumes, when `f` is an assumption wrapper: an acyclic body that only
+/// tests one parameter, ends every path on which it is zero with a call that never returns,
+/// and returns on every other path.
+fn assume_wrapper(program: &Program, roles: &[Option<Role>], func: FuncId) -> Option<usize> {
+    use crate::ir::{BinOp, ExprKind, Host, Op, UnOp, Var};
+    let f = program.function(func);
+    let cfg = f.body.as_ref()?;
+    if f.params.is_empty() || cfg.nodes.iter().any(|n| n.loop_head) {
+        return None;
+    }
+    // Which parameter is tested, and what a branch says about it: Some(true) = non-zero.
+    let mut param: Option<usize> = None;
+    let mut says = |cond: &crate::ir::Expr, branch: bool| -> Option<Option<bool>> {
+        let mut e = crate::ir::visit::strip_casts(cond);
+        let mut positive = branch;
+        loop {
+            match &e.kind {
+                ExprKind::Unary(UnOp::LogNot, a) => {
+                    positive = !positive;
+                    e = crate::ir::visit::strip_casts(a);
+                }
+                ExprKind::Binary(op @ (BinOp::Ne | BinOp::Eq), a, b) if b.as_int() == Some(0) => {
+                    if *op == BinOp::Eq {
+                        positive = !positive;
+                    }
+                    e = crate::ir::visit::strip_casts(a);
+                }
+                _ => break,
+            }
+        }
+        let ExprKind::Load(lv) = &e.kind else {
+            return None;
+        };
+        let (Host::Var(Var::Local(l)), true) = (&lv.host, lv.proj.is_empty()) else {
+            return None;
+        };
+        let idx = f.params.iter().position(|p| p == l)?;
+        if *param.get_or_insert(idx) != idx {
+            return None;
+        }
+        Some(Some(positive))
+    };
+    // Must-analysis over the acyclic CFG (reverse postorder): is the parameter known non-zero?
+    let order = cfg.reverse_postorder();
+    let mut known: Vec<Option<bool>> = vec![None; cfg.nodes.len()];
+    known[cfg.entry.0 as usize] = Some(false);
+    for n in order {
+        let Some(k) = known[n.0 as usize] else {
+            continue;
+        };
+        for &eid in &cfg.node(n).succs {
+            let e = cfg.edge(eid);
+            let out = match &e.op {
+                Op::Skip | Op::Return(None) => Some(k),
+                Op::Return(Some(x)) if x.as_int().is_some() => Some(k),
+                Op::Assume { cond, branch } => match says(cond, *branch)? {
+                    Some(true) => Some(true),
+                    _ => Some(k),
+                },
+                Op::Call {
+                    callee: crate::ir::Callee::Direct(g),
+                    dest: None,
+                    ..
+                } if never_returns(program, roles, *g) => None,
+                _ => return None,
+            };
+            if let Some(o) = out {
+                let d = &mut known[e.dst.0 as usize];
+                *d = Some(d.map_or(o, |x| x && o));
+            }
+        }
+    }
+    (param.is_some() && known[cfg.exit.0 as usize] == Some(true)).then_some(param?)
 }
 
 /// The roles of one program's functions.
