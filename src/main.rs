@@ -104,6 +104,10 @@ struct CheckArgs {
     /// Length of the call strings that distinguish contexts.
     #[arg(long, default_value_t = 1, value_name = "N")]
     context_depth: usize,
+    /// Iterations of thread-creating loops analysed separately (threads created in them are
+    /// unique, so their races can be certain).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    unroll: u8,
     /// Extra concurrency model (TOML, as config/*.toml); may be repeated.
     #[arg(long = "config", value_name = "FILE")]
     configs: Vec<PathBuf>,
@@ -208,7 +212,7 @@ fn check(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let (program, mut run) = match load(&args.input, &args.files) {
+    let (mut program, mut run) = match load(&args.input, &args.files) {
         Ok(x) => x,
         Err(e) => return report_error(&e),
     };
@@ -218,9 +222,11 @@ fn check(args: &CheckArgs) -> ExitCode {
             BackendArg::Value => BackendKind::Value,
         },
         context_depth: args.context_depth,
+        unroll: args.unroll,
         model,
     };
     let roles = opts.model.classify(&program);
+    pipeline::prepare(&mut program, &roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
     run.phases.extend(
         analysis

@@ -205,7 +205,6 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
                     .locals
                     .get(l.0 as usize)
                     .is_some_and(|x| x.kind != crate::ir::LocalKind::Param)
-
         })
         .map(|(l, _)| l)
         .collect()
@@ -435,8 +434,7 @@ impl Merge for MhpFact {
             if !same {
                 let mut hull = SmallVec::new();
                 for (fu, l, i, _) in &m.cons {
-                    if let Some((_, _, j, _)) =
-                        f.cons.iter().find(|(g, x, _, _)| g == fu && x == l)
+                    if let Some((_, _, j, _)) = f.cons.iter().find(|(g, x, _, _)| g == fu && x == l)
                     {
                         let h = i.join(j);
                         hull.push((*fu, *l, h, h));

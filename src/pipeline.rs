@@ -32,6 +32,8 @@ pub struct AnalysisOptions {
     pub backend: BackendKind,
     /// Call-string length of contexts (`--context-depth`).
     pub context_depth: usize,
+    /// Iterations of thread-creating loops peeled (`--unroll`).
+    pub unroll: u8,
     /// The concurrency model.
     pub model: Model,
 }
@@ -41,6 +43,7 @@ impl Default for AnalysisOptions {
         AnalysisOptions {
             backend: BackendKind::Value,
             context_depth: 1,
+            unroll: 2,
             model: Model::shipped(),
         }
     }
@@ -75,6 +78,13 @@ pub struct Analysis<'p> {
     pub verdict: Verdict,
     /// Time per phase.
     pub phases: Vec<(&'static str, Duration)>,
+}
+
+/// Prepares a lowered program for [`analyse`]: peels `opts.unroll` iterations of the loops
+/// that create threads ([`crate::ir::unroll`]).
+pub fn prepare(program: &mut Program, roles: &Roles, opts: &AnalysisOptions) {
+    let n = crate::ir::unroll::peel_thread_loops(program, roles, opts.unroll);
+    tracing::debug!(loops = n, "peeled thread-creating loops");
 }
 
 /// Runs the race analysis on a lowered program whose functions `roles` classifies

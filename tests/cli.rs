@@ -329,13 +329,13 @@ fn fail_on_must_ignores_may_races() {
             "check",
             "--fail-on",
             "must",
-            "tests/fixtures/races/created_in_loop.c",
+            "tests/fixtures/races/conditional_lock.c",
         ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0));
     let out = racedar()
-        .args(["check", "tests/fixtures/races/created_in_loop.c"])
+        .args(["check", "tests/fixtures/races/conditional_lock.c"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));

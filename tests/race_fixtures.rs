@@ -72,7 +72,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
         .to_path_buf();
     let src = std::fs::read_to_string(path).expect("readable fixture");
     let exp = expectations(&src);
-    let (program, _) = frontend::load(std::slice::from_ref(&rel), &FrontendOptions::default())
+    let (mut program, _) = frontend::load(std::slice::from_ref(&rel), &FrontendOptions::default())
         .unwrap_or_else(|e| panic!("{} does not lower: {e}", rel.display()));
     let opts = AnalysisOptions {
         context_depth: exp.context_depth.unwrap_or(1),
@@ -84,6 +84,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
         ..Default::default()
     };
     let roles = opts.model.classify(&program);
+    pipeline::prepare(&mut program, &roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
     let report = Report::build(&analysis, RunStats::default());
     let mut must_lines = BTreeSet::new();

@@ -41,6 +41,9 @@ pub struct Edge {
     pub op: Op,
     /// Source location of the C construct the instruction comes from.
     pub loc: Loc,
+    /// 0 for an edge of the program; `k` for the copy of an edge in the `k`-th peeled
+    /// iteration of its loop ([`crate::ir::unroll`]).
+    pub peel: u8,
 }
 
 /// The function called by a [`Op::Call`].

@@ -12,6 +12,7 @@ pub mod cfg;
 pub mod expr;
 pub mod pretty;
 pub mod types;
+pub mod unroll;
 pub mod visit;
 
 pub use cfg::{Callee, Cfg, Edge, EdgeId, Node, NodeId, Op};

@@ -45,21 +45,36 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// A short human name: `main`, or `entry` plus the create line (`worker@main.c:12`).
+    /// A short human name: `main`, or `entry` plus the create line (`worker@main.c:12`); a
+    /// thread of a peeled loop iteration adds the iteration (`worker@main.c:12#1`), the loop's
+    /// later iterations `#n+`.
     pub fn name(&self, program: &Program) -> String {
         let entry = &program.function(self.entry).name;
         match self.site {
             None => entry.clone(),
             Some(site) => {
-                let loc = program
-                    .function(site.func)
-                    .body
-                    .as_ref()
-                    .and_then(|c| c.edges.get(site.edge.0 as usize))
-                    .map(|e| e.loc)
-                    .unwrap_or_default();
+                let cfg = program.function(site.func).body.as_ref();
+                let edge = cfg.and_then(|c| c.edges.get(site.edge.0 as usize));
+                let loc = edge.map(|e| e.loc).unwrap_or_default();
+                let peel = edge.map_or(0, |e| e.peel);
+                // Was this create's loop peeled? Then the original stands for later iterations.
+                let peeled_copies = cfg.map_or(0, |c| {
+                    c.edges
+                        .iter()
+                        .filter(|e| e.loc == loc && e.peel > 0)
+                        .map(|e| e.peel)
+                        .max()
+                        .unwrap_or(0)
+                });
+                let suffix = if peel > 0 {
+                    format!("#{peel}")
+                } else if peeled_copies > 0 {
+                    format!("#{}+", peeled_copies + 1)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "{entry}@{}:{}",
+                    "{entry}@{}:{}{suffix}",
                     short_file(program.file_name(loc)),
                     loc.line
                 )

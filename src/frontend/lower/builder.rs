@@ -101,7 +101,13 @@ impl FnBuilder {
 
     /// Adds an edge.
     pub fn edge(&mut self, src: NodeId, dst: NodeId, op: Op, loc: Loc) {
-        self.edges.push(Edge { src, dst, op, loc });
+        self.edges.push(Edge {
+            src,
+            dst,
+            op,
+            loc,
+            peel: 0,
+        });
     }
 
     /// Appends `op` at the current node; the current node becomes its target.
