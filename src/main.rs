@@ -129,6 +129,10 @@ struct DumpArgs {
     /// Also print declarations from included headers.
     #[arg(long)]
     all: bool,
+    /// Print the program as `check` analyses it, with N iterations of thread-creating loops
+    /// peeled.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    unroll: u8,
     /// C source (.c) or preprocessed (.i) file.
     #[arg(value_name = "FILE")]
     file: PathBuf,
@@ -259,10 +263,18 @@ fn check(args: &CheckArgs) -> ExitCode {
 }
 
 fn dump_ir(args: &DumpArgs) -> ExitCode {
-    let (program, _) = match load(&args.input, std::slice::from_ref(&args.file)) {
+    let (mut program, _) = match load(&args.input, std::slice::from_ref(&args.file)) {
         Ok(x) => x,
         Err(e) => return report_error(&e),
     };
+    if args.unroll > 0 {
+        let opts = AnalysisOptions {
+            unroll: args.unroll,
+            ..AnalysisOptions::default()
+        };
+        let roles = opts.model.classify(&program);
+        pipeline::prepare(&mut program, &roles, &opts);
+    }
     let text = pretty::print_program(
         &program,
         PrintOptions {

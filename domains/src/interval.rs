@@ -248,10 +248,13 @@ impl Interval {
     /// `a / b`, truncating toward zero (C11 §6.5.5); division by zero contributes nothing.
     pub fn div(&self, o: &Interval) -> Interval {
         Interval::lift(self, o, |a, b| {
-            let parts: Vec<Interval> = [Interval::new(b.lo, -1), Interval::new(1, b.hi)]
-                .into_iter()
-                .filter(|p| !p.is_bottom())
-                .collect();
+            let parts: Vec<Interval> = [
+                Interval::new(b.lo, b.hi.min(-1)),
+                Interval::new(b.lo.max(1), b.hi),
+            ]
+            .into_iter()
+            .filter(|p| !p.is_bottom())
+            .collect();
             let mut out = Interval::BOTTOM;
             for d in parts {
                 if !a.is_finite() || !d.is_finite() {
@@ -500,6 +503,15 @@ impl JoinSemiLattice for Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn division_by_constants_is_exact() {
+        let c = Interval::constant;
+        assert_eq!(c(1).div(&c(2)), c(0));
+        assert_eq!(c(7).div(&c(-2)), c(-3));
+        assert_eq!(Interval::new(0, 9).div(&c(3)), Interval::new(0, 3));
+        assert_eq!(c(5).div(&Interval::new(-1, 1)), Interval::new(-5, 5));
+    }
     use proptest::prelude::*;
 
     fn iv() -> impl Strategy<Value = Interval> {
