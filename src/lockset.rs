@@ -21,6 +21,8 @@
 use crate::backend::{Address, Backend, Base, PointsTo};
 use crate::context::{CallKind, CallTarget, FnCtxId, ThreadContexts, ThreadId};
 use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
+use crate::ir::Proj;
+use crate::ir::types::CompId;
 use crate::ir::{
     Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
 };
@@ -28,7 +30,7 @@ use crate::model::{LockKind, LockMode, Role, Roles};
 use crate::threads::ThreadGraph;
 use racedar_domains::Merge;
 use racedar_domains::SmallSet;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 /// At most this many lock candidates are followed per lock operation.
@@ -81,6 +83,30 @@ pub struct LockFact {
     must: SmallSet<Held>,
     may: SmallSet<Held>,
     pending: SmallVec<[Pending; 1]>,
+    /// Symbolic locks held on every path of the class ([`SymLock`]).
+    sym: SmallSet<u32>,
+}
+
+/// A lock named by the expression that takes it rather than by its address: `lock(&O.m)`
+/// where the object expression `O` (an instance of struct `comp`) reads only locals of `func`
+/// that nothing changes while it is held (Goblint's symbolic locks, `symb_locks`). An access
+/// `O.f` of the same function under it is protected by the lock of the very instance it
+/// touches: two such accesses to the same bytes touch the same instance, so they hold the same
+/// lock (`notes/racerf-goblint.md` §7 pattern 18, per-element locks).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SymLock {
+    /// The function whose locals `object` reads.
+    pub func: FuncId,
+    /// The object expression, printed.
+    pub object: String,
+    /// Its number of projections.
+    pub proj_len: usize,
+    /// The struct or union it is an instance of.
+    pub comp: CompId,
+    /// Byte offset of the lock inside the instance.
+    pub lock_off: u64,
+    /// The locals it reads (an assignment to one ends the lock's validity).
+    pub deps: SmallVec<[LocalId; 2]>,
 }
 
 /// Interned lock identities of a program.
@@ -88,6 +114,8 @@ pub struct LockFact {
 pub struct LockTable {
     keys: Vec<LockKey>,
     index: FxHashMap<LockKey, LockId>,
+    syms: Vec<SymLock>,
+    sym_index: FxHashMap<SymLock, u32>,
 }
 
 impl Default for LockTable {
@@ -95,6 +123,8 @@ impl Default for LockTable {
         let mut t = LockTable {
             keys: Vec::new(),
             index: FxHashMap::default(),
+            syms: Vec::new(),
+            sym_index: FxHashMap::default(),
         };
         t.intern(LockKey::Unknown);
         t.intern(LockKey::Atomic);
@@ -111,6 +141,21 @@ impl LockTable {
         self.keys.push(k);
         self.index.insert(k, id);
         id
+    }
+
+    fn intern_sym(&mut self, s: SymLock) -> u32 {
+        if let Some(&id) = self.sym_index.get(&s) {
+            return id;
+        }
+        let id = self.syms.len() as u32;
+        self.syms.push(s.clone());
+        self.sym_index.insert(s, id);
+        id
+    }
+
+    /// The symbolic lock behind an id.
+    pub fn sym(&self, id: u32) -> Option<&SymLock> {
+        self.syms.get(id as usize)
     }
 
     /// What a lock id stands for.
@@ -131,6 +176,59 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     tc: &'a ThreadContexts,
     table: &'a mut LockTable,
     _p: std::marker::PhantomData<&'p ()>,
+}
+
+/// The symbolic lock a lock call's argument `&O.m` names, when `O` reads only locals of `func`
+/// whose address is never taken (nothing but `func` itself can change them).
+fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
+    let ExprKind::AddrOf(lv) = &crate::ir::visit::strip_casts(arg).kind else {
+        return None;
+    };
+    let (Proj::Field { comp, index }, prefix) = lv.proj.split_last()? else {
+        return None;
+    };
+    let field = program.types.comp(*comp).fields.get(*index as usize)?;
+    let f = program.function(func);
+    let cfg = f.body.as_ref()?;
+    let mut taken: FxHashSet<LocalId> = FxHashSet::default();
+    for e in &cfg.edges {
+        crate::ir::visit::op_exprs(&e.op, &mut |x| {
+            if let ExprKind::AddrOf(a) = &x.kind
+                && let Host::Var(Var::Local(l)) = a.host
+            {
+                taken.insert(l);
+            }
+        });
+    }
+    let object = Lval {
+        host: lv.host.clone(),
+        proj: prefix.to_vec(),
+        ty: lv.ty,
+    };
+    // Every value the object expression reads is a plain local nobody else can change.
+    let mut deps: SmallVec<[LocalId; 2]> = SmallVec::new();
+    let mut ok = true;
+    crate::ir::visit::walk_lval(&object, &mut |x| {
+        if let ExprKind::Load(inner) = &x.kind {
+            match (&inner.host, inner.proj.is_empty()) {
+                (Host::Var(Var::Local(l)), true) if !taken.contains(l) => deps.push(*l),
+                _ => ok = false,
+            }
+        }
+    });
+    if !ok {
+        return None;
+    }
+    deps.sort();
+    deps.dedup();
+    Some(SymLock {
+        func,
+        object: crate::ir::pretty::lval_to_string(program, &object, Some(f)),
+        proj_len: prefix.len(),
+        comp: *comp,
+        lock_off: field.offset,
+        deps,
+    })
 }
 
 /// Lock candidates of a pointer argument: `None` when unknown.
@@ -233,6 +331,7 @@ impl Merge for LockFact {
         for f in it {
             m.must = m.must.intersection(&f.must);
             m.may = m.may.union(&f.may);
+            m.sym = m.sym.intersection(&f.sym);
             for p in &f.pending {
                 m.may.insert(p.held);
             }
@@ -247,6 +346,7 @@ impl Merge for LockFact {
     fn covers(&self, o: &LockFact) -> bool {
         self == o
             || (self.must.is_subset(&o.must)
+                && self.sym.is_subset(&o.sym)
                 && o.may.is_subset(&self.may)
                 && self.pending.is_empty()
                 && o.pending.iter().all(|p| self.may.contains(&p.held)))
@@ -261,9 +361,97 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
     }
 
     fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &LockFact, out: &mut Vec<LockFact>) {
+        let start = out.len();
+        self.transfer_locks(at, edge, fact, out);
+        let func = self.tc.ctx(at.ctx).func;
+        self.transfer_sym(func, edge, &mut out[start..]);
+    }
+
+    fn call_entry(
+        &mut self,
+        at: At<'_>,
+        edge: &Edge,
+        target: &CallTarget,
+        fact: &LockFact,
+    ) -> LockFact {
+        let (ctx, eid) = (at.ctx, at.edge);
+        match target.kind {
+            CallKind::Plain => fact.clone(),
+            CallKind::Atomic => Self::add(
+                fact,
+                Held {
+                    lock: LockId::ATOMIC,
+                    mode: LockMode::Write,
+                },
+            ),
+            CallKind::Once => {
+                // Several candidate once-controls: one of them is held, none for sure.
+                let mut f = fact.clone();
+                let locks = self.once_locks(ctx, eid, edge);
+                for &l in &locks {
+                    let h = Held {
+                        lock: l,
+                        mode: LockMode::Write,
+                    };
+                    if locks.len() == 1 {
+                        f.must.insert(h);
+                    }
+                    f.may.insert(h);
+                }
+                f
+            }
+        }
+    }
+
+    fn call_exit(
+        &mut self,
+        at: At<'_>,
+        edge: &Edge,
+        target: &CallTarget,
+        exit: &LockFact,
+    ) -> LockFact {
+        let (ctx, eid) = (at.ctx, at.edge);
+        let mut f = match target.kind {
+            CallKind::Plain => exit.clone(),
+            CallKind::Atomic => Self::release(exit, LockId::ATOMIC),
+            CallKind::Once => {
+                let mut f = exit.clone();
+                let locks = self.once_locks(ctx, eid, edge);
+                for &l in &locks {
+                    f = Self::release(&f, l);
+                    let h = Held {
+                        lock: l,
+                        mode: LockMode::Read,
+                    };
+                    if locks.len() == 1 {
+                        f.must.insert(h);
+                    }
+                    f.may.insert(h);
+                }
+                f
+            }
+        };
+        // The call's result overwrites a pending trylock key.
+        if let Op::Call { dest, .. } = &edge.op {
+            f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
+        }
+        f
+    }
+}
+
+impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
+    /// The transfer function on address locksets.
+    fn transfer_locks(
+        &mut self,
+        at: At<'_>,
+        edge: &Edge,
+        fact: &LockFact,
+        out: &mut Vec<LockFact>,
+    ) {
         let (ctx, eid) = (at.ctx, at.edge);
         let func = self.tc.ctx(ctx).func;
         // Branches the backend proves impossible are not followed.
+
         if matches!(edge.op, Op::Assume { .. })
             && !self.backend.feasible(&self.tc.context(ctx, eid))
         {
@@ -477,79 +665,69 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         }
     }
 
-    fn call_entry(
-        &mut self,
-        at: At<'_>,
-        edge: &Edge,
-        target: &CallTarget,
-        fact: &LockFact,
-    ) -> LockFact {
-        let (ctx, eid) = (at.ctx, at.edge);
-        match target.kind {
-            CallKind::Plain => fact.clone(),
-            CallKind::Atomic => Self::add(
-                fact,
-                Held {
-                    lock: LockId::ATOMIC,
-                    mode: LockMode::Write,
-                },
-            ),
-            CallKind::Once => {
-                // Several candidate once-controls: one of them is held, none for sure.
-                let mut f = fact.clone();
-                let locks = self.once_locks(ctx, eid, edge);
-                for &l in &locks {
-                    let h = Held {
-                        lock: l,
-                        mode: LockMode::Write,
-                    };
-                    if locks.len() == 1 {
-                        f.must.insert(h);
-                    }
-                    f.may.insert(h);
-                }
-                f
-            }
-        }
-    }
-
-    fn call_exit(
-        &mut self,
-        at: At<'_>,
-        edge: &Edge,
-        target: &CallTarget,
-        exit: &LockFact,
-    ) -> LockFact {
-        let (ctx, eid) = (at.ctx, at.edge);
-        let mut f = match target.kind {
-            CallKind::Plain => exit.clone(),
-            CallKind::Atomic => Self::release(exit, LockId::ATOMIC),
-            CallKind::Once => {
-                let mut f = exit.clone();
-                let locks = self.once_locks(ctx, eid, edge);
-                for &l in &locks {
-                    f = Self::release(&f, l);
-                    let h = Held {
-                        lock: l,
-                        mode: LockMode::Read,
-                    };
-                    if locks.len() == 1 {
-                        f.must.insert(h);
-                    }
-                    f.may.insert(h);
-                }
-                f
-            }
+    /// Symbolic locks after `edge`: taken by a blocking lock of `&O.m`, dropped by an unlock
+    /// that may release them or a write to a local they read.
+    fn transfer_sym(&mut self, func: FuncId, edge: &Edge, outs: &mut [LockFact]) {
+        let (Op::Call { .. } | Op::Assign { .. }) = &edge.op else {
+            return;
         };
-        // The call's result overwrites a pending trylock key.
-        if let Op::Call { dest, .. } = &edge.op {
-            f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
+        let written: Option<LocalId> = match &edge.op {
+            Op::Assign { lhs, .. }
+            | Op::Call {
+                dest: Some(lhs), ..
+            } => match lhs.host {
+                Host::Var(Var::Local(l)) => Some(l),
+                _ => None,
+            },
+            _ => None,
+        };
+        let role = match &edge.op {
+            Op::Call {
+                callee: Callee::Direct(f),
+                ..
+            } => self.roles.get(*f).cloned(),
+            _ => None,
+        };
+        let args: &[Expr] = match &edge.op {
+            Op::Call { args, .. } => args,
+            _ => &[],
+        };
+        let table = &mut *self.table;
+        let program = self.program;
+        for f in outs.iter_mut() {
+            if let Some(l) = written {
+                f.sym.retain(|id| {
+                    table
+                        .sym(*id)
+                        .is_none_or(|s| s.func != func || !s.deps.contains(&l))
+                });
+            }
+            match &role {
+                Some(Role::Lock {
+                    lock,
+                    kind: LockKind::Blocking,
+                    ..
+                }) => {
+                    if let Some(s) = args.get(*lock).and_then(|a| sym_lock(program, func, a)) {
+                        f.sym.insert(table.intern_sym(s));
+                    }
+                }
+                Some(Role::Unlock { lock }) => {
+                    let released = args.get(*lock).and_then(|a| sym_lock(program, func, a));
+                    // The unlock releases its own symbolic lock, and may release any lock of the
+                    // same field of another instance expression.
+                    f.sym.retain(|id| match (table.sym(*id), &released) {
+                        (Some(h), Some(r)) => {
+                            h != r && (h.comp, h.lock_off) != (r.comp, r.lock_off)
+                        }
+                        _ => false,
+                    });
+                }
+                _ => {}
+            }
         }
-        f
     }
-}
 
-impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
     fn once_locks(&mut self, ctx: FnCtxId, eid: EdgeId, edge: &Edge) -> SmallVec<[LockId; 2]> {
         let Op::Call {
             callee: Callee::Direct(f),
@@ -604,6 +782,8 @@ pub struct LocksAt {
     pub must: SmallSet<Held>,
     /// Held on some path (includes the unknown lock when an unknown lock may be held).
     pub may: SmallSet<Held>,
+    /// Symbolic locks ([`SymLock`]) held on every path.
+    pub sym: SmallSet<u32>,
 }
 
 /// Lockset results of all threads.
@@ -662,11 +842,13 @@ impl LocksetResult {
         let first = it.next()?;
         let mut must = first.must.clone();
         let mut may = first.may.clone();
+        let mut sym = first.sym.clone();
         for f in it {
             must = must.intersection(&f.must);
             may = may.union(&f.may);
+            sym = sym.intersection(&f.sym);
         }
-        Some(LocksAt { must, may })
+        Some(LocksAt { must, may, sym })
     }
 
     /// Whether `node` of `ctx` is reachable in `thread`.

@@ -32,6 +32,7 @@ use crate::mhp::{self, ActiveAt, MhpResult, Point, ThreadFacts};
 use crate::threads::ThreadGraph;
 use escape::Escape;
 use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
 use std::collections::BTreeMap;
 
 /// Pair checks before giving up (the verdict then cannot be `no-race`).
@@ -56,6 +57,9 @@ pub struct Access<'p> {
     pub locks: LocksAt,
     /// Active threads.
     pub active: ActiveAt,
+    /// Instance locks: (struct, lock offset) such that the access touches an instance of the
+    /// struct whose lock at that offset is held ([`crate::lockset::SymLock`]).
+    pub inst_locks: SmallVec<[(CompId, u64); 1]>,
 }
 
 /// How sure a race is.
@@ -167,6 +171,7 @@ struct Signature {
     class: TypeClass,
     locks: LocksAt,
     active: ActiveAt,
+    inst_locks: SmallVec<[(CompId, u64); 1]>,
 }
 
 /// Runs race detection.
@@ -188,6 +193,7 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
             class: TypeClass::of(&program.types, a.mem.ty),
             locks: a.locks.clone(),
             active: a.active.clone(),
+            inst_locks: a.inst_locks.clone(),
         };
         match sig_index.get(&s) {
             Some(&k) => sigs[k].1.push(i),
@@ -409,7 +415,9 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             || (parent(b.thread) != Some(a.thread) && sets_exclude(&a.locks.must, &inh_b.must))
             || (parent(a.thread) != Some(b.thread) && sets_exclude(&b.locks.must, &inh_a.must))
             || (parent(a.thread) != parent(b.thread) && sets_exclude(&inh_a.must, &inh_b.must));
-        if protected {
+        // The same bytes are in the same instance, whose lock both hold.
+        let instance = a.inst_locks.iter().any(|l| b.inst_locks.contains(l));
+        if protected || instance {
             return None;
         }
         if !mhp::may_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
@@ -525,6 +533,8 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                     if !seen.insert(key) {
                         continue;
                     }
+                    let inst_locks =
+                        instance_locks(program, &inp.locksets.table, func, &mem, &locks);
                     out.push(Access {
                         thread,
                         ctx: c,
@@ -534,11 +544,48 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         loc: e.loc,
                         locks,
                         active,
+                        inst_locks,
                     });
                 }
             }
         }
     }
+    out
+}
+
+/// The instance locks of an access (see [`Access::inst_locks`]): a symbolic lock `O.m` of the
+/// same function held while the access's lvalue is `O.f…`.
+fn instance_locks(
+    program: &Program,
+    table: &crate::lockset::LockTable,
+    func: FuncId,
+    mem: &MemAccess<'_>,
+    locks: &LocksAt,
+) -> SmallVec<[(CompId, u64); 1]> {
+    let mut out = SmallVec::new();
+    let AccessSite::Lval(lv) = mem.site else {
+        return out;
+    };
+    for id in locks.sym.iter() {
+        let Some(s) = table.sym(*id) else { continue };
+        if s.func != func || lv.proj.len() <= s.proj_len {
+            continue;
+        }
+        if !matches!(lv.proj[s.proj_len], crate::ir::Proj::Field { comp, .. } if comp == s.comp) {
+            continue;
+        }
+        let prefix = crate::ir::Lval {
+            host: lv.host.clone(),
+            proj: lv.proj[..s.proj_len].to_vec(),
+            ty: lv.ty,
+        };
+        let f = program.function(func);
+        if crate::ir::pretty::lval_to_string(program, &prefix, Some(f)) == s.object {
+            out.push((s.comp, s.lock_off));
+        }
+    }
+    out.sort();
+    out.dedup();
     out
 }
 
