@@ -25,8 +25,8 @@ use crate::context::{CallSite, CallTarget, FnCtxId, ThreadContexts, ThreadId};
 use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
 use crate::ir::visit::strip_casts;
 use crate::ir::{
-    BinOp, Callee, Edge, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Proj,
-    Var,
+    BinOp, Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
+    Proj, Var,
 };
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
@@ -310,6 +310,141 @@ fn free_test(
     Some(FreeTest::Exact(l, r, set.meet(&r)))
 }
 
+/// The exit edges of *counted* loops of `func`: loops whose test compares a local counter with
+/// a constant or a local the loop does not change, whose body moves the counter towards the
+/// bound by a constant step and contains no nested loop, no call of a defined function and no
+/// join. Such a loop terminates, so its exit is reached on every path that reaches it, with
+/// the threads created and joined before it unchanged.
+fn counted_loop_exits(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<EdgeId> {
+    let mut out = FxHashSet::default();
+    let Some(cfg) = &program.function(func).body else {
+        return out;
+    };
+    let local_of = |e: &Expr| match &strip_casts(e).kind {
+        ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
+            Host::Var(Var::Local(l)) => Some(l),
+            _ => None,
+        },
+        _ => None,
+    };
+    for (hi, head) in cfg.nodes.iter().enumerate() {
+        if !head.loop_head || head.succs.len() != 2 {
+            continue;
+        }
+        let h = NodeId(hi as u32);
+        let body = cfg.loop_body(h);
+        let (e0, e1) = (cfg.edge(head.succs[0]), cfg.edge(head.succs[1]));
+        let (Op::Assume { cond, branch: b0 }, Op::Assume { branch: b1, .. }) = (&e0.op, &e1.op)
+        else {
+            continue;
+        };
+        if b0 == b1 {
+            continue;
+        }
+        // The edge that stays in the loop, and its condition as "continue while".
+        let (stay_branch, exit) = if body[e0.dst.0 as usize] && !body[e1.dst.0 as usize] {
+            (*b0, head.succs[1])
+        } else if body[e1.dst.0 as usize] && !body[e0.dst.0 as usize] {
+            (*b1, head.succs[0])
+        } else {
+            continue;
+        };
+        let ExprKind::Binary(op, a, b) = &strip_casts(cond).kind else {
+            continue;
+        };
+        let (counter, bound, op) = match (local_of(a), local_of(b)) {
+            (Some(i), _) if b.as_int().is_some() || local_of(b).is_some() => (i, b, *op),
+            (None, Some(i)) if a.as_int().is_some() => (
+                i,
+                a,
+                match op {
+                    BinOp::Lt => BinOp::Gt,
+                    BinOp::Gt => BinOp::Lt,
+                    BinOp::Le => BinOp::Ge,
+                    BinOp::Ge => BinOp::Le,
+                    o => *o,
+                },
+            ),
+            _ => continue,
+        };
+        // Direction the counter must move while the loop continues.
+        let up = match (op, stay_branch) {
+            (BinOp::Lt | BinOp::Le, true) | (BinOp::Gt | BinOp::Ge, false) => true,
+            (BinOp::Gt | BinOp::Ge, true) | (BinOp::Lt | BinOp::Le, false) => false,
+            _ => continue,
+        };
+        let bound_local = local_of(bound);
+        let mut ok = true;
+        for e in &cfg.edges {
+            if !body[e.src.0 as usize] {
+                continue;
+            }
+            if e.dst != h && cfg.node(e.dst).loop_head && body[e.dst.0 as usize] {
+                ok = false; // a nested loop
+            }
+            match &e.op {
+                Op::Assign { lhs, rhs } => {
+                    let Host::Var(Var::Local(l)) = lhs.host else {
+                        continue;
+                    };
+                    if Some(l) == bound_local {
+                        ok = false;
+                    }
+                    if l == counter && lhs.proj.is_empty() {
+                        // i = i + c with c of the right sign.
+                        let step = match &strip_casts(rhs).kind {
+                            ExprKind::Binary(BinOp::Add, x, y) if local_of(x) == Some(counter) => {
+                                strip_casts(y).as_int()
+                            }
+                            ExprKind::Binary(BinOp::Add, x, y) if local_of(y) == Some(counter) => {
+                                strip_casts(x).as_int()
+                            }
+                            ExprKind::Binary(BinOp::Sub, x, y) if local_of(x) == Some(counter) => {
+                                strip_casts(y).as_int().map(|c| -c)
+                            }
+                            _ => None,
+                        };
+                        match step {
+                            Some(c) if (up && c > 0) || (!up && c < 0) => {}
+                            _ => ok = false,
+                        }
+                    }
+                }
+                Op::Call { callee, dest, .. } => {
+                    if let Some(d) = dest
+                        && let Host::Var(Var::Local(l)) = d.host
+                        && (l == counter || Some(l) == bound_local)
+                    {
+                        ok = false;
+                    }
+                    match callee {
+                        Callee::Direct(g) => {
+                            let defined = program.function(*g).body.is_some()
+                                && !matches!(roles.get(*g), Some(Role::Assume { .. }));
+                            if defined || matches!(roles.get(*g), Some(Role::ThreadJoin { .. })) {
+                                ok = false;
+                            }
+                        }
+                        Callee::Indirect(_) => ok = false,
+                    }
+                }
+                Op::Asm { .. } => ok = false,
+                _ => {}
+            }
+        }
+        // The counter and the bound must not be reachable through pointers.
+        crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
+            if l == counter || Some(l) == bound_local {
+                ok = false;
+            }
+        });
+        if ok {
+            out.insert(exit);
+        }
+    }
+    out
+}
+
 /// What the backend knows at a point of a thread, for the active-threads analysis.
 pub struct Oracle<'a> {
     /// For a branch statement: never taken (`False`), always taken when its source is reached
@@ -327,6 +462,7 @@ struct ActiveThreads<'a> {
     graph: &'a ThreadGraph,
     keys: &'a mut IdKeys,
     free: FxHashMap<FuncId, FxHashSet<LocalId>>,
+    exits: FxHashMap<FuncId, FxHashSet<EdgeId>>,
 }
 
 impl ActiveThreads<'_> {
@@ -342,7 +478,7 @@ impl ActiveThreads<'_> {
         branch: bool,
         taken: Bool3,
     ) -> bool {
-        if taken == Bool3::True {
+        if taken == Bool3::True || self.counted_exits(func).contains(&ctx.edge) {
             return true;
         }
         let free = self.free_of(func).clone();
@@ -389,6 +525,13 @@ impl ActiveThreads<'_> {
             None => f.certain = false,
         }
         true
+    }
+
+    fn counted_exits(&mut self, func: FuncId) -> &FxHashSet<EdgeId> {
+        let (program, roles) = (self.program, self.roles);
+        self.exits
+            .entry(func)
+            .or_insert_with(|| counted_loop_exits(program, roles, func))
     }
 
     fn free_of(&mut self, func: FuncId) -> &FxHashSet<LocalId> {
@@ -664,6 +807,7 @@ impl MhpResult {
                 graph,
                 keys: &mut keys,
                 free: FxHashMap::default(),
+                exits: FxHashMap::default(),
             };
             let init = dataflow::initial_facts(MhpFact::initial());
             unique.push(dataflow::solve(

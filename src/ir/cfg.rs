@@ -138,6 +138,44 @@ impl Cfg {
         self.node(n).succs.iter().map(|e| self.edge(*e))
     }
 
+    /// The natural loop of head `h`, as a membership vector over the nodes: `h` and every node
+    /// reaching a back edge into `h` without passing through `h`.
+    pub fn loop_body(&self, h: NodeId) -> Vec<bool> {
+        let cfg = self;
+        let n = cfg.nodes.len();
+        // Nodes reachable from h: back-edge sources are preds of h among them.
+        let mut from_h = vec![false; n];
+        let mut stack = vec![h];
+        from_h[h.0 as usize] = true;
+        while let Some(x) = stack.pop() {
+            for e in cfg.succs(x) {
+                if !from_h[e.dst.0 as usize] {
+                    from_h[e.dst.0 as usize] = true;
+                    stack.push(e.dst);
+                }
+            }
+        }
+        let mut body = vec![false; n];
+        body[h.0 as usize] = true;
+        for &p in &cfg.node(h).preds {
+            let src = cfg.edge(p).src;
+            if from_h[src.0 as usize] && !body[src.0 as usize] {
+                body[src.0 as usize] = true;
+                stack.push(src);
+            }
+        }
+        while let Some(x) = stack.pop() {
+            for &p in &cfg.node(x).preds {
+                let src = cfg.edge(p).src;
+                if !body[src.0 as usize] {
+                    body[src.0 as usize] = true;
+                    stack.push(src);
+                }
+            }
+        }
+        body
+    }
+
     /// Nodes in reverse postorder of a depth-first search from the entry (iterative, so deep
     /// graphs cannot overflow the stack). Unreachable nodes are left out.
     pub fn reverse_postorder(&self) -> Vec<NodeId> {

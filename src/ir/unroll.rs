@@ -49,43 +49,6 @@ fn creators(program: &Program, roles: &Roles) -> FxHashSet<FuncId> {
     }
 }
 
-/// The natural loop of head `h`: `h` and every node reaching a back edge into `h` without
-/// passing through `h`.
-fn loop_body(cfg: &Cfg, h: NodeId) -> Vec<bool> {
-    let n = cfg.nodes.len();
-    // Nodes reachable from h: back-edge sources are preds of h among them.
-    let mut from_h = vec![false; n];
-    let mut stack = vec![h];
-    from_h[h.0 as usize] = true;
-    while let Some(x) = stack.pop() {
-        for e in cfg.succs(x) {
-            if !from_h[e.dst.0 as usize] {
-                from_h[e.dst.0 as usize] = true;
-                stack.push(e.dst);
-            }
-        }
-    }
-    let mut body = vec![false; n];
-    body[h.0 as usize] = true;
-    for &p in &cfg.node(h).preds {
-        let src = cfg.edge(p).src;
-        if from_h[src.0 as usize] && !body[src.0 as usize] {
-            body[src.0 as usize] = true;
-            stack.push(src);
-        }
-    }
-    while let Some(x) = stack.pop() {
-        for &p in &cfg.node(x).preds {
-            let src = cfg.edge(p).src;
-            if !body[src.0 as usize] {
-                body[src.0 as usize] = true;
-                stack.push(src);
-            }
-        }
-    }
-    body
-}
-
 /// Peels `n` iterations of every thread-creating loop of every function; returns how many
 /// loops were peeled.
 pub fn peel_thread_loops(program: &mut Program, roles: &Roles, n: u8) -> usize {
@@ -113,7 +76,7 @@ pub fn peel_thread_loops(program: &mut Program, roles: &Roles, n: u8) -> usize {
             .filter(|h| cfg.node(*h).loop_head)
             .collect();
         let bodies: Vec<(NodeId, Vec<bool>)> =
-            heads.iter().map(|h| (*h, loop_body(cfg, *h))).collect();
+            heads.iter().map(|h| (*h, cfg.loop_body(*h))).collect();
         // Outermost loops whose own body (outside nested loops) creates.
         let mut chosen: Vec<(NodeId, Vec<bool>)> = Vec::new();
         for (h, body) in &bodies {

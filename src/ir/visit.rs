@@ -75,6 +75,19 @@ pub fn op_exprs<'a>(op: &'a Op, f: &mut dyn FnMut(&'a Expr)) {
     }
 }
 
+/// Calls `f` on every local whose address an expression of `cfg` takes.
+pub fn walk_cfg_addr_taken(cfg: &super::cfg::Cfg, f: &mut dyn FnMut(super::LocalId)) {
+    for e in &cfg.edges {
+        op_exprs(&e.op, &mut |x| {
+            if let ExprKind::AddrOf(lv) = &x.kind
+                && let Host::Var(super::expr::Var::Local(l)) = lv.host
+            {
+                f(l);
+            }
+        });
+    }
+}
+
 /// The expression with outer casts removed.
 pub fn strip_casts(mut e: &Expr) -> &Expr {
     while let ExprKind::Cast(inner) = &e.kind {
