@@ -35,6 +35,8 @@ use racedar_domains::{BitSet, Bool3, Interval};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
+mod loops;
+
 /// A thread-id variable, as a key for matching joins with creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct IdKey(u32);
@@ -310,141 +312,6 @@ fn free_test(
     Some(FreeTest::Exact(l, r, set.meet(&r)))
 }
 
-/// The exit edges of *counted* loops of `func`: loops whose test compares a local counter with
-/// a constant or a local the loop does not change, whose body moves the counter towards the
-/// bound by a constant step and contains no nested loop, no call of a defined function and no
-/// join. Such a loop terminates, so its exit is reached on every path that reaches it, with
-/// the threads created and joined before it unchanged.
-fn counted_loop_exits(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<EdgeId> {
-    let mut out = FxHashSet::default();
-    let Some(cfg) = &program.function(func).body else {
-        return out;
-    };
-    let local_of = |e: &Expr| match &strip_casts(e).kind {
-        ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
-            Host::Var(Var::Local(l)) => Some(l),
-            _ => None,
-        },
-        _ => None,
-    };
-    for (hi, head) in cfg.nodes.iter().enumerate() {
-        if !head.loop_head || head.succs.len() != 2 {
-            continue;
-        }
-        let h = NodeId(hi as u32);
-        let body = cfg.loop_body(h);
-        let (e0, e1) = (cfg.edge(head.succs[0]), cfg.edge(head.succs[1]));
-        let (Op::Assume { cond, branch: b0 }, Op::Assume { branch: b1, .. }) = (&e0.op, &e1.op)
-        else {
-            continue;
-        };
-        if b0 == b1 {
-            continue;
-        }
-        // The edge that stays in the loop, and its condition as "continue while".
-        let (stay_branch, exit) = if body[e0.dst.0 as usize] && !body[e1.dst.0 as usize] {
-            (*b0, head.succs[1])
-        } else if body[e1.dst.0 as usize] && !body[e0.dst.0 as usize] {
-            (*b1, head.succs[0])
-        } else {
-            continue;
-        };
-        let ExprKind::Binary(op, a, b) = &strip_casts(cond).kind else {
-            continue;
-        };
-        let (counter, bound, op) = match (local_of(a), local_of(b)) {
-            (Some(i), _) if b.as_int().is_some() || local_of(b).is_some() => (i, b, *op),
-            (None, Some(i)) if a.as_int().is_some() => (
-                i,
-                a,
-                match op {
-                    BinOp::Lt => BinOp::Gt,
-                    BinOp::Gt => BinOp::Lt,
-                    BinOp::Le => BinOp::Ge,
-                    BinOp::Ge => BinOp::Le,
-                    o => *o,
-                },
-            ),
-            _ => continue,
-        };
-        // Direction the counter must move while the loop continues.
-        let up = match (op, stay_branch) {
-            (BinOp::Lt | BinOp::Le, true) | (BinOp::Gt | BinOp::Ge, false) => true,
-            (BinOp::Gt | BinOp::Ge, true) | (BinOp::Lt | BinOp::Le, false) => false,
-            _ => continue,
-        };
-        let bound_local = local_of(bound);
-        let mut ok = true;
-        for e in &cfg.edges {
-            if !body[e.src.0 as usize] {
-                continue;
-            }
-            if e.dst != h && cfg.node(e.dst).loop_head && body[e.dst.0 as usize] {
-                ok = false; // a nested loop
-            }
-            match &e.op {
-                Op::Assign { lhs, rhs } => {
-                    let Host::Var(Var::Local(l)) = lhs.host else {
-                        continue;
-                    };
-                    if Some(l) == bound_local {
-                        ok = false;
-                    }
-                    if l == counter && lhs.proj.is_empty() {
-                        // i = i + c with c of the right sign.
-                        let step = match &strip_casts(rhs).kind {
-                            ExprKind::Binary(BinOp::Add, x, y) if local_of(x) == Some(counter) => {
-                                strip_casts(y).as_int()
-                            }
-                            ExprKind::Binary(BinOp::Add, x, y) if local_of(y) == Some(counter) => {
-                                strip_casts(x).as_int()
-                            }
-                            ExprKind::Binary(BinOp::Sub, x, y) if local_of(x) == Some(counter) => {
-                                strip_casts(y).as_int().map(|c| -c)
-                            }
-                            _ => None,
-                        };
-                        match step {
-                            Some(c) if (up && c > 0) || (!up && c < 0) => {}
-                            _ => ok = false,
-                        }
-                    }
-                }
-                Op::Call { callee, dest, .. } => {
-                    if let Some(d) = dest
-                        && let Host::Var(Var::Local(l)) = d.host
-                        && (l == counter || Some(l) == bound_local)
-                    {
-                        ok = false;
-                    }
-                    match callee {
-                        Callee::Direct(g) => {
-                            let defined = program.function(*g).body.is_some()
-                                && !matches!(roles.get(*g), Some(Role::Assume { .. }));
-                            if defined || matches!(roles.get(*g), Some(Role::ThreadJoin { .. })) {
-                                ok = false;
-                            }
-                        }
-                        Callee::Indirect(_) => ok = false,
-                    }
-                }
-                Op::Asm { .. } => ok = false,
-                _ => {}
-            }
-        }
-        // The counter and the bound must not be reachable through pointers.
-        crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
-            if l == counter || Some(l) == bound_local {
-                ok = false;
-            }
-        });
-        if ok {
-            out.insert(exit);
-        }
-    }
-    out
-}
-
 /// What the backend knows at a point of a thread, for the active-threads analysis.
 pub struct Oracle<'a> {
     /// For a branch statement: never taken (`False`), always taken when its source is reached
@@ -463,6 +330,8 @@ struct ActiveThreads<'a> {
     keys: &'a mut IdKeys,
     free: FxHashMap<FuncId, FxHashSet<LocalId>>,
     exits: FxHashMap<FuncId, FxHashSet<EdgeId>>,
+    /// Per function, the exit edges of join loops with the create statements they undo.
+    join_alls: FxHashMap<FuncId, FxHashMap<EdgeId, Vec<EdgeId>>>,
 }
 
 impl ActiveThreads<'_> {
@@ -529,9 +398,33 @@ impl ActiveThreads<'_> {
 
     fn counted_exits(&mut self, func: FuncId) -> &FxHashSet<EdgeId> {
         let (program, roles) = (self.program, self.roles);
-        self.exits
-            .entry(func)
-            .or_insert_with(|| counted_loop_exits(program, roles, func))
+        self.exits.entry(func).or_insert_with(|| {
+            loops::counted_loops(program, roles, func, false)
+                .into_iter()
+                .map(|l| l.exit)
+                .collect()
+        })
+    }
+
+    /// Leaving a join loop by `edge`: the threads of the create statements it undoes stop.
+    fn join_all(&mut self, f: &mut MhpFact, func: FuncId, edge: EdgeId) {
+        let (program, roles) = (self.program, self.roles);
+        let table = self.join_alls.entry(func).or_insert_with(|| {
+            loops::join_loops(program, roles, func)
+                .into_iter()
+                .map(|j| (j.exit, j.creates))
+                .collect()
+        });
+        let Some(creates) = table.get(&edge) else {
+            return;
+        };
+        for &c in creates {
+            for t in self.graph.created_at(CallSite { func, edge: c }) {
+                f.may_active.remove(&t.id);
+                f.must_active.remove(&t.id);
+                f.ids.retain(|(_, x)| *x != t.id);
+            }
+        }
     }
 
     fn free_of(&mut self, func: FuncId) -> &FxHashSet<LocalId> {
@@ -706,6 +599,7 @@ impl FactAnalysis for ActiveThreads<'_> {
                 if !self.test(&mut f, func, &qctx, cond, *branch, taken) {
                     return;
                 }
+                self.join_all(&mut f, func, eid);
             }
             _ => {}
         }
@@ -808,6 +702,7 @@ impl MhpResult {
                 keys: &mut keys,
                 free: FxHashMap::default(),
                 exits: FxHashMap::default(),
+                join_alls: FxHashMap::default(),
             };
             let init = dataflow::initial_facts(MhpFact::initial());
             unique.push(dataflow::solve(

@@ -1,0 +1,627 @@
+//! Loop shapes the active-threads analysis relies on (seed 001 §6.2 leaves loops to the
+//! abstract interpreter; these shapes recover what a non-relational analysis loses):
+//!
+//! - *counted loops*, whose exit is reached on every path that reaches the loop, so leaving
+//!   them keeps a path certain;
+//! - *join loops*, which join every thread a *create loop* stored in an array of thread ids
+//!   (`for (i = 0; i < n; i++) pthread_create(&t[i], ...); ... for (j = 0; j < n; j++)
+//!   pthread_join(t[j], 0);`), so that after them none of those threads runs.
+
+use crate::ir::visit::{op_exprs, strip_casts, walk_cfg_addr_taken, walk_expr};
+use crate::ir::{
+    BinOp, Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
+    Proj, Var,
+};
+use crate::model::{Role, Roles};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// The bound a counted loop compares its counter with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Bound {
+    /// An integer constant.
+    Const(i128),
+    /// A local the loop does not change.
+    Local(LocalId),
+}
+
+/// A counted loop: `while (counter OP bound) { ...; counter += step; ... }` where the body
+/// changes the counter only by constant steps towards the bound and changes nothing else the
+/// test reads.
+#[derive(Clone, Debug)]
+pub(super) struct CountedLoop {
+    /// Membership of the CFG nodes in the loop (head included).
+    pub body: Vec<bool>,
+    /// The edge that leaves the loop (the failing test).
+    pub exit: EdgeId,
+    /// The counter.
+    pub counter: LocalId,
+    /// What the counter is compared with.
+    pub bound: Bound,
+    /// The comparison under which the loop goes on, counter on the left (`Lt`, `Le`, `Gt`,
+    /// `Ge` or `Ne`).
+    pub op: BinOp,
+    /// The step when every update of the counter in the body adds the same constant.
+    pub step: Option<i128>,
+}
+
+/// The local an expression loads, if it is a plain local (casts ignored).
+fn local_of(e: &Expr) -> Option<LocalId> {
+    match &strip_casts(e).kind {
+        ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
+            Host::Var(Var::Local(l)) => Some(l),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The local an lvalue names, if it is a whole local.
+fn whole_local(lv: &Lval) -> Option<LocalId> {
+    match lv.host {
+        Host::Var(Var::Local(l)) if lv.proj.is_empty() => Some(l),
+        _ => None,
+    }
+}
+
+/// The counted loops of `func`: loops whose test compares a local counter with a constant or a
+/// local the loop does not change, whose body moves the counter towards the bound by constant
+/// steps and contains no nested loop, no call of a defined function and no join. Such a loop
+/// terminates, so its exit is reached on every path that reaches it, with the threads created
+/// and joined before it unchanged. With `allow_joins`, bodies may join threads (such loops
+/// may block in a join, so their exit is not certain).
+pub(super) fn counted_loops(
+    program: &Program,
+    roles: &Roles,
+    func: FuncId,
+    allow_joins: bool,
+) -> Vec<CountedLoop> {
+    let mut out = Vec::new();
+    let Some(cfg) = &program.function(func).body else {
+        return out;
+    };
+    let mut addr_taken = FxHashSet::default();
+    walk_cfg_addr_taken(cfg, &mut |l| {
+        addr_taken.insert(l);
+    });
+    for (hi, head) in cfg.nodes.iter().enumerate() {
+        if !head.loop_head || head.succs.len() != 2 {
+            continue;
+        }
+        let h = NodeId(hi as u32);
+        let body = cfg.loop_body(h);
+        let (e0, e1) = (cfg.edge(head.succs[0]), cfg.edge(head.succs[1]));
+        let (Op::Assume { cond, branch: b0 }, Op::Assume { branch: b1, .. }) = (&e0.op, &e1.op)
+        else {
+            continue;
+        };
+        if b0 == b1 {
+            continue;
+        }
+        // The edge that stays in the loop, and its condition as "continue while".
+        let (stay_branch, exit) = if body[e0.dst.0 as usize] && !body[e1.dst.0 as usize] {
+            (*b0, head.succs[1])
+        } else if body[e1.dst.0 as usize] && !body[e0.dst.0 as usize] {
+            (*b1, head.succs[0])
+        } else {
+            continue;
+        };
+        let ExprKind::Binary(op, a, b) = &strip_casts(cond).kind else {
+            continue;
+        };
+        let (counter, bound, op) = match (local_of(a), local_of(b)) {
+            (Some(i), _) if b.as_int().is_some() || local_of(b).is_some() => (i, b, *op),
+            (None, Some(i)) if a.as_int().is_some() => (i, a, mirror(*op)),
+            _ => continue,
+        };
+        let bound = match (strip_casts(bound).as_int(), local_of(bound)) {
+            (Some(k), _) => Bound::Const(k),
+            (None, Some(l)) => Bound::Local(l),
+            _ => continue,
+        };
+        let bound_local = match bound {
+            Bound::Local(l) => Some(l),
+            Bound::Const(_) => None,
+        };
+        let op = if stay_branch { op } else { negate(op) };
+        // Direction the counter must move while the loop continues.
+        let up = match op {
+            BinOp::Lt | BinOp::Le | BinOp::Ne => true,
+            BinOp::Gt | BinOp::Ge => false,
+            _ => continue,
+        };
+        let mut ok = true;
+        let mut steps: FxHashSet<i128> = FxHashSet::default();
+        for e in &cfg.edges {
+            if !body[e.src.0 as usize] {
+                continue;
+            }
+            if e.dst != h && cfg.node(e.dst).loop_head && body[e.dst.0 as usize] {
+                ok = false; // a nested loop
+            }
+            match &e.op {
+                Op::Assign { lhs, rhs } => {
+                    let Host::Var(Var::Local(l)) = lhs.host else {
+                        continue;
+                    };
+                    if Some(l) == bound_local {
+                        ok = false;
+                    }
+                    if l == counter && lhs.proj.is_empty() {
+                        // i = i + c with c of the right sign.
+                        let step = match &strip_casts(rhs).kind {
+                            ExprKind::Binary(BinOp::Add, x, y) if local_of(x) == Some(counter) => {
+                                strip_casts(y).as_int()
+                            }
+                            ExprKind::Binary(BinOp::Add, x, y) if local_of(y) == Some(counter) => {
+                                strip_casts(x).as_int()
+                            }
+                            ExprKind::Binary(BinOp::Sub, x, y) if local_of(x) == Some(counter) => {
+                                strip_casts(y).as_int().map(|c| -c)
+                            }
+                            _ => None,
+                        };
+                        match step {
+                            Some(c) if (up && c > 0) || (!up && c < 0) => {
+                                steps.insert(c);
+                            }
+                            _ => ok = false,
+                        }
+                    }
+                }
+                Op::Call { callee, dest, .. } => {
+                    if let Some(l) = dest.as_ref().and_then(whole_local)
+                        && (l == counter || Some(l) == bound_local)
+                    {
+                        ok = false;
+                    }
+                    match callee {
+                        Callee::Direct(g) => {
+                            let defined = program.function(*g).body.is_some()
+                                && !matches!(roles.get(*g), Some(Role::Assume { .. }));
+                            let join = matches!(roles.get(*g), Some(Role::ThreadJoin { .. }));
+                            if defined || (join && !allow_joins) {
+                                ok = false;
+                            }
+                        }
+                        Callee::Indirect(_) => ok = false,
+                    }
+                }
+                Op::Asm { .. } => ok = false,
+                _ => {}
+            }
+        }
+        // The counter and the bound must not be reachable through pointers.
+        if addr_taken.contains(&counter) || bound_local.is_some_and(|b| addr_taken.contains(&b)) {
+            ok = false;
+        }
+        // `!=` reaches its bound only by steps of one.
+        if op == BinOp::Ne && steps != FxHashSet::from_iter([1]) {
+            ok = false;
+        }
+        if ok {
+            let step = (steps.len() == 1)
+                .then(|| steps.iter().copied().next())
+                .flatten();
+            out.push(CountedLoop {
+                body,
+                exit,
+                counter,
+                bound,
+                op,
+                step,
+            });
+        }
+    }
+    out
+}
+
+/// `a OP b` as `b OP' a`.
+fn mirror(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Ge => BinOp::Le,
+        o => o,
+    }
+}
+
+/// The comparison that holds when `op` fails.
+fn negate(op: BinOp) -> BinOp {
+    match op {
+        BinOp::Lt => BinOp::Ge,
+        BinOp::Ge => BinOp::Lt,
+        BinOp::Gt => BinOp::Le,
+        BinOp::Le => BinOp::Gt,
+        BinOp::Eq => BinOp::Ne,
+        BinOp::Ne => BinOp::Eq,
+        o => o,
+    }
+}
+
+/// A join loop with the create loops it undoes: when control leaves the loop through `exit`,
+/// every thread created at one of `creates` by this call of the function has been joined.
+#[derive(Clone, Debug)]
+pub(super) struct JoinAll {
+    /// The exit edge of the join loop.
+    pub exit: EdgeId,
+    /// The create statements whose threads the loop joins (peeled copies included).
+    pub creates: Vec<EdgeId>,
+}
+
+/// An element `a[i]` of a local array or of the array a local pointer points to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Slot {
+    array: LocalId,
+    index: LocalId,
+}
+
+/// `a + i` for a local pointer `a` and a local `i`.
+fn slot_of_ptr(e: &Expr) -> Option<Slot> {
+    match &strip_casts(e).kind {
+        ExprKind::Binary(BinOp::PtrAdd, a, i) => Some(Slot {
+            array: local_of(a)?,
+            index: local_of(i)?,
+        }),
+        _ => None,
+    }
+}
+
+/// The slot an lvalue designates: `a[i]` for a local array, `*(a + i)` for a local pointer.
+fn slot_of_lval(lv: &Lval) -> Option<Slot> {
+    match (&lv.host, lv.proj.as_slice()) {
+        (Host::Var(Var::Local(a)), [Proj::Index(i)]) => Some(Slot {
+            array: *a,
+            index: local_of(i)?,
+        }),
+        (Host::Deref(p), []) => slot_of_ptr(p),
+        _ => None,
+    }
+}
+
+/// The slot a create's thread-id argument points to.
+fn created_slot(e: &Expr) -> Option<Slot> {
+    match &strip_casts(e).kind {
+        ExprKind::AddrOf(lv) => slot_of_lval(lv),
+        _ => slot_of_ptr(e),
+    }
+}
+
+/// The slot a join's thread-id argument reads.
+fn joined_slot(e: &Expr) -> Option<Slot> {
+    match &strip_casts(e).kind {
+        ExprKind::Load(lv) => slot_of_lval(lv),
+        _ => None,
+    }
+}
+
+/// The locals an instruction mentions (reads, writes or takes the address of).
+fn mentioned(op: &Op) -> FxHashSet<LocalId> {
+    let mut out = FxHashSet::default();
+    let mut host = |lv: &Lval| {
+        if let Host::Var(Var::Local(l)) = lv.host {
+            out.insert(l);
+        }
+    };
+    match op {
+        Op::Assign { lhs, .. } => host(lhs),
+        Op::Call { dest: Some(d), .. } => host(d),
+        Op::Asm { outputs, .. } => outputs.iter().for_each(&mut host),
+        _ => {}
+    }
+    op_exprs(op, &mut |x| {
+        walk_expr(x, &mut |y| {
+            if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &y.kind {
+                host(lv);
+            }
+        })
+    });
+    out
+}
+
+/// Whether some path from `from` reaches an edge satisfying `target`, or the end of the
+/// function, without taking `avoid`.
+fn reaches(cfg: &Cfg, from: NodeId, avoid: EdgeId, target: &dyn Fn(EdgeId) -> bool) -> bool {
+    let mut seen = vec![false; cfg.nodes.len()];
+    let mut stack = vec![from];
+    seen[from.0 as usize] = true;
+    while let Some(n) = stack.pop() {
+        let node = cfg.node(n);
+        if node.succs.is_empty() {
+            return true;
+        }
+        for &e in &node.succs {
+            if e == avoid {
+                continue;
+            }
+            if target(e) {
+                return true;
+            }
+            let d = cfg.edge(e).dst;
+            if !seen[d.0 as usize] {
+                seen[d.0 as usize] = true;
+                stack.push(d);
+            }
+        }
+    }
+    false
+}
+
+/// The constant every write of `l` outside `body` stores (on edges of the program, not
+/// peeled copies), if there is one and nothing else writes `l` there.
+fn start_value(cfg: &Cfg, l: LocalId, body: &[bool]) -> Option<i128> {
+    let mut value = None;
+    for e in cfg.edges.iter().filter(|e| e.peel == 0) {
+        if body[e.src.0 as usize] {
+            continue;
+        }
+        match &e.op {
+            Op::Assign { lhs, rhs } if whole_local(lhs) == Some(l) => {
+                let k = strip_casts(rhs).as_int()?;
+                if value.is_some_and(|v| v != k) {
+                    return None;
+                }
+                value = Some(k);
+            }
+            Op::Call { dest: Some(d), .. } if whole_local(d) == Some(l) => return None,
+            Op::Asm { .. } if mentioned(&e.op).contains(&l) => return None,
+            _ => {}
+        }
+    }
+    value
+}
+
+/// The join loops of `func` (see the module documentation). A loop qualifies when
+/// - it is counted, counts up by one and leaves only through its test, and on every iteration
+///   joins `a[j]` for its counter `j`;
+/// - every create statement storing into `a` stores into `a[i]` for the counter `i` of a
+///   counted loop with the same bound and comparison, starting at or after `j`'s start (peeled
+///   copies of it included), so the created slots are among the joined ones;
+/// - `a` is used for nothing else (a pointer `a` may be set once and freed), and no path from
+///   a create reaches the end of the function, a write of `a`, of the bound or another create
+///   loop run without leaving the join loop first.
+pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<JoinAll> {
+    let mut out = Vec::new();
+    let Some(cfg) = &program.function(func).body else {
+        return out;
+    };
+    let loops = counted_loops(program, roles, func, true);
+    if loops.is_empty() {
+        return out;
+    }
+    let role_of = |op: &Op| match op {
+        Op::Call {
+            callee: Callee::Direct(g),
+            ..
+        } => roles.get(*g).cloned(),
+        _ => None,
+    };
+    // Classify every edge that mentions a local: creates and joins through slots, whole
+    // assignments and frees of pointers; anything else disqualifies the local as an array.
+    let mut creates: FxHashMap<LocalId, Vec<(EdgeId, LocalId)>> = FxHashMap::default();
+    let mut joins: FxHashMap<LocalId, Vec<(EdgeId, LocalId)>> = FxHashMap::default();
+    let mut sets: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
+    let mut bad: FxHashSet<LocalId> = FxHashSet::default();
+    for (i, e) in cfg.edges.iter().enumerate() {
+        let id = EdgeId(i as u32);
+        let mut allowed: Option<LocalId> = None;
+        if let Op::Call { args, dest, .. } = &e.op {
+            if let Some(d) = dest.as_ref().and_then(whole_local) {
+                sets.entry(d).or_default().push(id);
+            }
+            // The array may appear only in the handle argument.
+            let only_in = |a: LocalId, k: usize| {
+                !args
+                    .iter()
+                    .enumerate()
+                    .any(|(x, arg)| x != k && expr_mentions(arg, a))
+                    && dest.as_ref().is_none_or(|d| !lval_mentions(d, a))
+            };
+            match role_of(&e.op) {
+                Some(Role::ThreadCreate { thread_id, .. }) => {
+                    if let Some(s) = args.get(thread_id).and_then(created_slot)
+                        && only_in(s.array, thread_id)
+                    {
+                        creates.entry(s.array).or_default().push((id, s.index));
+                        allowed = Some(s.array);
+                    }
+                }
+                Some(Role::ThreadJoin { thread_id }) => {
+                    if let Some(s) = args.get(thread_id).and_then(joined_slot)
+                        && only_in(s.array, thread_id)
+                    {
+                        joins.entry(s.array).or_default().push((id, s.index));
+                        allowed = Some(s.array);
+                    }
+                }
+                Some(Role::Free { ptr }) => {
+                    allowed = args
+                        .get(ptr)
+                        .and_then(local_of)
+                        .filter(|a| only_in(*a, ptr));
+                }
+                _ => {}
+            }
+        }
+        if let Op::Assign { lhs, rhs } = &e.op
+            && let Some(a) = whole_local(lhs)
+        {
+            sets.entry(a).or_default().push(id);
+            if !expr_mentions(rhs, a) {
+                allowed = Some(a);
+            }
+        }
+        for l in mentioned(&e.op) {
+            if Some(l) != allowed {
+                bad.insert(l);
+            }
+        }
+    }
+    for j_loop in &loops {
+        if j_loop.step != Some(1) {
+            continue;
+        }
+        // Leaves only through its test.
+        let leaves_elsewhere = cfg.edges.iter().enumerate().any(|(i, e)| {
+            body_has(&j_loop.body, e.src)
+                && !body_has(&j_loop.body, e.dst)
+                && i != j_loop.exit.0 as usize
+        });
+        if leaves_elsewhere {
+            continue;
+        }
+        let in_body: Vec<(LocalId, EdgeId)> = joins
+            .iter()
+            .flat_map(|(a, v)| v.iter().map(move |(e, idx)| (*a, *e, *idx)))
+            .filter(|(_, e, idx)| {
+                body_has(&j_loop.body, cfg.edge(*e).src) && *idx == j_loop.counter
+            })
+            .map(|(a, e, _)| (a, e))
+            .collect();
+        let [(array, join_edge)] = in_body.as_slice() else {
+            continue;
+        };
+        let (array, join_edge) = (*array, *join_edge);
+        if bad.contains(&array) || joins.get(&array).is_some_and(|v| v.len() != 1) {
+            continue;
+        }
+        // The join runs on every iteration: without it, the head is unreachable again.
+        let head = cfg.edge(j_loop.exit).src;
+        let stay = cfg
+            .node(head)
+            .succs
+            .iter()
+            .copied()
+            .find(|e| *e != j_loop.exit);
+        let Some(stay) = stay else { continue };
+        if back_without(cfg, cfg.edge(stay).dst, head, join_edge, &j_loop.body) {
+            continue;
+        }
+        let Some(j_start) = start_value(cfg, j_loop.counter, &j_loop.body) else {
+            continue;
+        };
+        if let Bound::Local(b) = j_loop.bound
+            && sets.get(&b).is_some_and(|v| v.len() > 1)
+        {
+            continue;
+        }
+        // Every create into the array comes from a matching create loop.
+        let Some(array_creates) = creates.get(&array) else {
+            continue;
+        };
+        let mut create_edges = Vec::new();
+        let mut create_exits = Vec::new();
+        let mut ok = true;
+        for &(ce, idx) in array_creates {
+            let edge = cfg.edge(ce);
+            // Peeled copies stand for their original create statement.
+            let orig = if edge.peel == 0 {
+                Some((ce, idx))
+            } else {
+                array_creates.iter().copied().find(|(o, oi)| {
+                    let oe = cfg.edge(*o);
+                    oe.peel == 0 && oe.loc == edge.loc && oe.op == edge.op && *oi == idx
+                })
+            };
+            let Some((orig, idx)) = orig else {
+                ok = false;
+                break;
+            };
+            let c_loop = loops.iter().find(|l| {
+                l.counter == idx && body_has(&l.body, cfg.edge(orig).src) && l.exit != j_loop.exit
+            });
+            let Some(c_loop) = c_loop else {
+                ok = false;
+                break;
+            };
+            let starts_after =
+                start_value(cfg, c_loop.counter, &c_loop.body).is_some_and(|s| s >= j_start);
+            if c_loop.bound != j_loop.bound || c_loop.op != j_loop.op || !starts_after {
+                ok = false;
+                break;
+            }
+            create_edges.push(ce);
+            create_exits.push(cfg.edge(c_loop.exit).dst);
+        }
+        if !ok {
+            continue;
+        }
+        // No path from a create (or the end of a create loop) to the end of the function, a
+        // new value of the array or bound, or another create without the join loop's exit.
+        let bound_sets: Vec<EdgeId> = match j_loop.bound {
+            Bound::Local(b) => sets.get(&b).cloned().unwrap_or_default(),
+            Bound::Const(_) => Vec::new(),
+        };
+        let array_sets = sets.get(&array).cloned().unwrap_or_default();
+        let escapes = |from: NodeId, with_creates: bool| {
+            reaches(cfg, from, j_loop.exit, &|e| {
+                array_sets.contains(&e)
+                    || bound_sets.contains(&e)
+                    || (with_creates && create_edges.contains(&e))
+            })
+        };
+        if create_edges
+            .iter()
+            .any(|e| escapes(cfg.edge(*e).dst, false))
+            || create_exits.iter().any(|n| escapes(*n, true))
+        {
+            continue;
+        }
+        create_edges.sort();
+        create_edges.dedup();
+        out.push(JoinAll {
+            exit: j_loop.exit,
+            creates: create_edges,
+        });
+    }
+    out
+}
+
+fn body_has(body: &[bool], n: NodeId) -> bool {
+    body.get(n.0 as usize).copied().unwrap_or(false)
+}
+
+/// Whether `e` mentions local `l`.
+fn expr_mentions(e: &Expr, l: LocalId) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |y| {
+        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &y.kind
+            && let Host::Var(Var::Local(x)) = lv.host
+            && x == l
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Whether an lvalue names or reads local `l`.
+fn lval_mentions(lv: &Lval, l: LocalId) -> bool {
+    if matches!(lv.host, Host::Var(Var::Local(x)) if x == l) {
+        return true;
+    }
+    let mut found = false;
+    crate::ir::visit::walk_lval(lv, &mut |e| found |= expr_mentions(e, l));
+    found
+}
+
+/// Whether `head` is reachable from `from` inside `body` without taking edge `skip`.
+fn back_without(cfg: &Cfg, from: NodeId, head: NodeId, skip: EdgeId, body: &[bool]) -> bool {
+    let mut seen = vec![false; cfg.nodes.len()];
+    let mut stack = vec![from];
+    while let Some(n) = stack.pop() {
+        if n == head {
+            return true;
+        }
+        if seen[n.0 as usize] || !body_has(body, n) {
+            continue;
+        }
+        seen[n.0 as usize] = true;
+        for &e in &cfg.node(n).succs {
+            if e != skip {
+                stack.push(cfg.edge(e).dst);
+            }
+        }
+    }
+    false
+}
