@@ -175,7 +175,35 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     graph: &'a ThreadGraph,
     tc: &'a ThreadContexts,
     table: &'a mut LockTable,
+    /// Whether the program may make a mutex recursive: an unlock then may leave it held.
+    recursive: bool,
     _p: std::marker::PhantomData<&'p ()>,
+}
+
+/// Whether some `pthread_mutexattr_settype` call of the program may set the recursive type
+/// (its type argument is not a constant other than `PTHREAD_MUTEX_RECURSIVE`, 1 in glibc and
+/// musl). Static initialisers of recursive mutexes (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`)
+/// are not recognised.
+fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
+    program
+        .functions
+        .iter()
+        .filter_map(|f| f.body.as_ref())
+        .flat_map(|cfg| cfg.edges.iter())
+        .any(|e| match &e.op {
+            Op::Call {
+                callee: Callee::Direct(g),
+                args,
+                ..
+            } => match roles.get(*g) {
+                Some(Role::MutexAttrSettype { kind, .. }) => args
+                    .get(*kind)
+                    .and_then(|k| crate::ir::visit::strip_casts(k).as_int())
+                    .is_none_or(|k| k == 1),
+                _ => false,
+            },
+            _ => false,
+        })
 }
 
 /// The symbolic lock a lock call's argument `&O.m` names, when `O` reads only locals of `func`
@@ -273,6 +301,17 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         let mut f = fact.clone();
         f.must.insert(h);
         f.may.insert(h);
+        f
+    }
+
+    /// An unlock of `lock`: a possibly recursive mutex may stay held (locked more often than
+    /// unlocked), so then it leaves only the must-lockset.
+    fn unlock(&self, fact: &LockFact, lock: LockId) -> LockFact {
+        if !self.recursive {
+            return Self::release(fact, lock);
+        }
+        let mut f = fact.clone();
+        f.must.retain(|h| h.lock != lock);
         f
     }
 
@@ -527,7 +566,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         match target {
                             Some(locks) => {
                                 for l in locks {
-                                    out.push(Self::release(fact, l));
+                                    out.push(self.unlock(fact, l));
                                 }
                             }
                             None => {
@@ -542,7 +581,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                                     out.push(fact.clone());
                                 }
                                 for l in held {
-                                    out.push(Self::release(fact, l));
+                                    out.push(self.unlock(fact, l));
                                 }
                             }
                         }
@@ -810,6 +849,7 @@ impl LocksetResult {
         graph: &ThreadGraph,
     ) -> LocksetResult {
         let mut table = LockTable::default();
+        let recursive = may_be_recursive(program, roles);
         let contexts = &graph.contexts;
         let mut solutions = Vec::with_capacity(contexts.len());
         for tc in contexts {
@@ -820,6 +860,7 @@ impl LocksetResult {
                 graph,
                 tc,
                 table: &mut table,
+                recursive,
                 _p: std::marker::PhantomData,
             };
             let _ = a.program;

@@ -91,6 +91,14 @@ pub enum Role {
         #[serde(default)]
         kind: LockKind,
     },
+    /// Sets the type of a mutex attribute object (`pthread_mutexattr_settype`); a recursive
+    /// type makes unlocking a held mutex leave it possibly held.
+    MutexAttrSettype {
+        /// Argument: pointer to the attribute object.
+        attr: usize,
+        /// Argument: the mutex type (`PTHREAD_MUTEX_RECURSIVE` is 1 in glibc and musl).
+        kind: usize,
+    },
     /// Lock release.
     Unlock {
         /// Argument: pointer to the lock.

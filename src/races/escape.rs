@@ -149,7 +149,8 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         | Role::NonlocalJump { .. }
         | Role::AtomicBegin
         | Role::AtomicEnd
-        | Role::Alloc => (0..n).collect(),
+        | Role::Alloc
+        | Role::MutexAttrSettype { .. } => (0..n).collect(),
         // The exit value of a thread reaches its joiner.
         Role::ThreadExit | Role::AtomicFunction => Vec::new(),
     }
