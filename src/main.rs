@@ -84,6 +84,16 @@ enum BackendArg {
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ModeArg {
+    /// `race` only on a certain race, `no-race` only when no race is possible.
+    Combined,
+    /// Only certain races: `race` or `unknown`, never `no-race`.
+    Under,
+    /// Every possible race counts: `race` on any race, `no-race` otherwise.
+    Over,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum FailOn {
     /// Exit 1 when a must-race is reported.
     Must,
@@ -111,6 +121,9 @@ struct CheckArgs {
     /// Extra concurrency model (TOML, as config/*.toml); may be repeated.
     #[arg(long = "config", value_name = "FILE")]
     configs: Vec<PathBuf>,
+    /// Which verdicts the races support (seed 001 §5.3 strategies).
+    #[arg(long, value_enum, default_value_t = ModeArg::Combined)]
+    mode: ModeArg,
     /// Which races make the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::May)]
     fail_on: FailOn,
@@ -228,6 +241,11 @@ fn check(args: &CheckArgs) -> ExitCode {
         context_depth: args.context_depth,
         unroll: args.unroll,
         model,
+        mode: match args.mode {
+            ModeArg::Combined => pipeline::Mode::Combined,
+            ModeArg::Under => pipeline::Mode::Under,
+            ModeArg::Over => pipeline::Mode::Over,
+        },
     };
     let roles = opts.model.classify(&program);
     pipeline::prepare(&mut program, &roles, &opts);

@@ -36,6 +36,21 @@ pub struct AnalysisOptions {
     pub unroll: u8,
     /// The concurrency model.
     pub model: Model,
+    /// Which verdicts the race results may support (`--mode`).
+    pub mode: Mode,
+}
+
+/// How the verdict is drawn from the races (seed 001 §5.3: the under- and over-approximating
+/// strategies and their combination).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// `race` only on a must-race, `no-race` only when no race at all is possible.
+    #[default]
+    Combined,
+    /// Only must-races are reported; the verdict is `race` or `unknown`, never `no-race`.
+    Under,
+    /// Every possible race counts: the verdict is `race` on any race, `no-race` otherwise.
+    Over,
 }
 
 impl Default for AnalysisOptions {
@@ -45,6 +60,7 @@ impl Default for AnalysisOptions {
             context_depth: 1,
             unroll: 2,
             model: Model::shipped(),
+            mode: Mode::Combined,
         }
     }
 }
@@ -235,7 +251,7 @@ fn run<'p, B: Backend<'p>>(
     imprecision.sort();
     imprecision.dedup();
     let mut races = races;
-    let verdict = verdict(&mut races, &imprecision);
+    let verdict = verdict(&mut races, &imprecision, opts.mode);
     Analysis {
         program,
         graph,
@@ -274,8 +290,9 @@ fn empty<'p>(
 
 /// The combined verdict: `race` on a must-race nothing casts doubt on, `no-race` when no race
 /// at all and nothing may hide one, `unknown` otherwise (DESIGN.md, "verdict"). Must-races that
-/// an imprecision casts doubt on are reported as may-races.
-fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision]) -> Verdict {
+/// an imprecision casts doubt on are reported as may-races. `Mode::Under` drops may-races and
+/// never answers `no-race`; `Mode::Over` answers `race` on any race.
+fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision], mode: Mode) -> Verdict {
     let blocks_race = imprecision.iter().any(|i| i.blocks_race);
     let blocks_no_race = imprecision.iter().any(|i| i.blocks_no_race);
     if blocks_race {
@@ -284,6 +301,26 @@ fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision]) -> Verdict {
                 r.confidence = Confidence::May;
                 r.reasons = vec!["the program synchronises in ways the analysis does not model"];
             }
+        }
+    }
+    match mode {
+        Mode::Combined => {}
+        Mode::Under => {
+            races.races.retain(|r| r.confidence == Confidence::Must);
+            return if races.races.is_empty() {
+                Verdict::Unknown
+            } else {
+                Verdict::Race
+            };
+        }
+        Mode::Over => {
+            return if !races.races.is_empty() {
+                Verdict::Race
+            } else if blocks_no_race {
+                Verdict::Unknown
+            } else {
+                Verdict::NoRace
+            };
         }
     }
     if races.races.iter().any(|r| r.confidence == Confidence::Must) {

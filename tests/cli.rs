@@ -398,3 +398,29 @@ fn user_models_extend_the_shipped_ones() {
             .contains("bad.toml:1: error: invalid concurrency model")
     );
 }
+
+/// `--mode` selects the verdict strategy (seed 001 §5.3): on a program with only a possible
+/// race, `under` keeps no race and answers unknown, `over` answers race, `combined` unknown;
+/// on a race-free program `under` never claims no-race.
+#[test]
+fn modes_draw_different_verdicts_from_the_same_races() {
+    let run = |mode: &str, file: &str| {
+        let out = racedar()
+            .args(["check", "--format", "json", "--mode", mode, file])
+            .output()
+            .expect("runs");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        (
+            v["verdict"].as_str().unwrap_or("").to_string(),
+            v["races"].as_array().map_or(0, |r| r.len()),
+        )
+    };
+    let may = "tests/fixtures/races/conditional_lock.c";
+    assert_eq!(run("combined", may), ("unknown".to_string(), 1));
+    assert_eq!(run("under", may), ("unknown".to_string(), 0));
+    assert_eq!(run("over", may), ("race".to_string(), 1));
+    let free = "tests/fixtures/races/both_locked.c";
+    assert_eq!(run("combined", free).0, "no-race");
+    assert_eq!(run("over", free).0, "no-race");
+    assert_eq!(run("under", free).0, "unknown");
+}
