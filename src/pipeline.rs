@@ -211,7 +211,7 @@ fn run<'p, B: Backend<'p>>(
         // the thread, so threads with equal contexts can share a solution.
         opts.backend == BackendKind::Syntactic || !backend.degradations().is_empty(),
     );
-    let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, &graph);
+    let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, roles, &graph);
     phases.push(("mhp", t.elapsed()));
     let t = Instant::now();
     let inherited: Vec<Inherited> =

@@ -347,26 +347,47 @@ fn reaches(cfg: &Cfg, from: NodeId, avoid: EdgeId, target: &dyn Fn(EdgeId) -> bo
     false
 }
 
-/// The constant every write of `l` outside `body` stores (on edges of the program, not
-/// peeled copies), if there is one and nothing else writes `l` there.
-fn start_value(cfg: &Cfg, l: LocalId, body: &[bool]) -> Option<i128> {
+/// The constant `l` holds whenever control enters the loop headed by `head` (with `body`)
+/// from outside: every definition of `l` reaching an entry edge is `l = k` for the same `k`.
+/// Peeled copies of loop bodies only step their counters and are looked through. `None`
+/// when some definition is not that constant or `l` may be undefined.
+fn entry_value(cfg: &Cfg, l: LocalId, head: NodeId, body: &[bool]) -> Option<i128> {
     let mut value = None;
-    for e in cfg.edges.iter().filter(|e| e.peel == 0) {
-        if body[e.src.0 as usize] {
+    let mut seen = vec![false; cfg.edges.len()];
+    let mut stack: Vec<EdgeId> = cfg
+        .node(head)
+        .preds
+        .iter()
+        .copied()
+        .filter(|e| !body_has(body, cfg.edge(*e).src))
+        .collect();
+    while let Some(id) = stack.pop() {
+        if std::mem::replace(&mut seen[id.0 as usize], true) {
             continue;
         }
-        match &e.op {
-            Op::Assign { lhs, rhs } if whole_local(lhs) == Some(l) => {
-                let k = strip_casts(rhs).as_int()?;
-                if value.is_some_and(|v| v != k) {
-                    return None;
-                }
-                value = Some(k);
+        let e = cfg.edge(id);
+        let writes = match &e.op {
+            Op::Assign { lhs, .. } => whole_local(lhs) == Some(l),
+            Op::Call { dest: Some(d), .. } => whole_local(d) == Some(l),
+            Op::Asm { .. } => mentioned(&e.op).contains(&l),
+            _ => false,
+        };
+        if writes && e.peel == 0 {
+            let Op::Assign { rhs, .. } = &e.op else {
+                return None;
+            };
+            let k = strip_casts(rhs).as_int()?;
+            if value.is_some_and(|v| v != k) {
+                return None;
             }
-            Op::Call { dest: Some(d), .. } if whole_local(d) == Some(l) => return None,
-            Op::Asm { .. } if mentioned(&e.op).contains(&l) => return None,
-            _ => {}
+            value = Some(k);
+            continue;
         }
+        let preds = &cfg.node(e.src).preds;
+        if preds.is_empty() {
+            return None; // reaches the function entry undefined
+        }
+        stack.extend(preds.iter().copied());
     }
     value
 }
@@ -497,7 +518,7 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         if back_without(cfg, cfg.edge(stay).dst, head, join_edge, &j_loop.body) {
             continue;
         }
-        let Some(j_start) = start_value(cfg, j_loop.counter, &j_loop.body) else {
+        let Some(j_start) = entry_value(cfg, j_loop.counter, head, &j_loop.body) else {
             continue;
         };
         if let Bound::Local(b) = j_loop.bound
@@ -534,8 +555,9 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
                 ok = false;
                 break;
             };
-            let starts_after =
-                start_value(cfg, c_loop.counter, &c_loop.body).is_some_and(|s| s >= j_start);
+            let c_head = cfg.edge(c_loop.exit).src;
+            let starts_after = entry_value(cfg, c_loop.counter, c_head, &c_loop.body)
+                .is_some_and(|s| s >= j_start);
             if c_loop.bound != j_loop.bound || c_loop.op != j_loop.op || !starts_after {
                 ok = false;
                 break;

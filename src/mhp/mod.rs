@@ -92,9 +92,62 @@ impl MhpFact {
 #[derive(Default)]
 struct IdKeys {
     index: FxHashMap<String, IdKey>,
+    /// Variables (with the function owning a local) whose address is taken anywhere but as
+    /// a create's thread-id argument: code we do not follow may change them, so they cannot
+    /// match a join with a create.
+    escaped: FxHashSet<(Option<FuncId>, Var)>,
 }
 
 impl IdKeys {
+    /// Keys for `program`, whose escaped variables are computed once.
+    fn new(program: &Program, roles: &Roles) -> IdKeys {
+        let mut escaped = FxHashSet::default();
+        for (i, f) in program.functions.iter().enumerate() {
+            let func = FuncId(i as u32);
+            let Some(cfg) = &f.body else { continue };
+            for e in &cfg.edges {
+                // The thread-id argument of a create is not an escape.
+                let skip = match &e.op {
+                    Op::Call {
+                        callee: Callee::Direct(g),
+                        args,
+                        ..
+                    } => match roles.get(*g) {
+                        Some(Role::ThreadCreate { thread_id, .. }) => args.get(*thread_id),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let mut note = |x: &Expr| {
+                    crate::ir::visit::walk_expr(x, &mut |y| {
+                        if let ExprKind::AddrOf(lv) = &y.kind
+                            && let Host::Var(v) = lv.host
+                        {
+                            let owner = matches!(v, Var::Local(_)).then_some(func);
+                            escaped.insert((owner, v));
+                        }
+                    })
+                };
+                match (&e.op, skip) {
+                    (Op::Call { args, .. }, Some(tid)) => {
+                        for a in args.iter().filter(|a| !std::ptr::eq(*a, tid)) {
+                            note(a);
+                        }
+                        // Inside the thread-id argument, only its index expressions count.
+                        if let ExprKind::AddrOf(lv) = &strip_casts(tid).kind {
+                            crate::ir::visit::walk_lval(lv, &mut |x| note(x));
+                        }
+                    }
+                    _ => crate::ir::visit::op_exprs(&e.op, &mut |x| note(x)),
+                }
+            }
+        }
+        IdKeys {
+            index: FxHashMap::default(),
+            escaped,
+        }
+    }
+
     /// The key of an lvalue holding a thread id: only a variable with constant projections is
     /// stable enough to match a join with a create.
     fn key(&mut self, func: FuncId, lv: &Lval) -> Option<IdKey> {
@@ -110,6 +163,9 @@ impl IdKeys {
             Var::Local(_) => Some(func),
             Var::Global(_) => None,
         };
+        if self.escaped.contains(&(owner, v)) {
+            return None;
+        }
         let text = format!("{owner:?}:{lv:?}");
         let n = self.index.len() as u32;
         Some(*self.index.entry(text).or_insert(IdKey(n)))
@@ -682,7 +738,7 @@ impl MhpResult {
         oracle: &Oracle<'_>,
         share: bool,
     ) -> MhpResult {
-        let mut keys = IdKeys::default();
+        let mut keys = IdKeys::new(program, roles);
         let mut unique: Vec<Solution<dataflow::Facts<MhpFact>>> = Vec::new();
         let mut by_thread = Vec::with_capacity(graph.contexts.len());
         for tc in &graph.contexts {
@@ -783,8 +839,56 @@ impl MhpResult {
         any.then_some(out)
     }
 
+    /// Children of `t` that may still run when `t` ends (returns from its entry function or
+    /// calls a thread-exit function); `None` when unknown (no body).
+    fn outliving(
+        &self,
+        program: &Program,
+        roles: &Roles,
+        graph: &ThreadGraph,
+        t: ThreadId,
+    ) -> Option<BitSet<ThreadId>> {
+        let tc = graph.contexts(t);
+        let entry_func = tc.ctxs.get(tc.entry.0 as usize)?.func;
+        let mut out = BitSet::new();
+        for c in tc.ids() {
+            let func = tc.ctx(c).func;
+            let cfg = program.function(func).body.as_ref()?;
+            let mut ends: Vec<NodeId> = cfg
+                .edges
+                .iter()
+                .filter(|e| {
+                    e.op.direct_callee()
+                        .is_some_and(|g| matches!(roles.get(g), Some(Role::ThreadExit)))
+                })
+                .map(|e| e.src)
+                .collect();
+            if c == tc.entry && func == entry_func {
+                ends.extend(
+                    (0..cfg.nodes.len() as u32)
+                        .map(NodeId)
+                        .filter(|n| cfg.node(*n).succs.is_empty()),
+                );
+            }
+            for node in ends {
+                let a = self.at(Point {
+                    thread: t,
+                    ctx: c,
+                    node,
+                });
+                out = out.union(&a.may_active);
+            }
+        }
+        Some(out)
+    }
+
     /// Per-thread facts about creation, for the parallelism tests.
-    pub fn thread_facts(&self, program: &Program, graph: &ThreadGraph) -> Vec<ThreadFacts> {
+    pub fn thread_facts(
+        &self,
+        program: &Program,
+        roles: &Roles,
+        graph: &ThreadGraph,
+    ) -> Vec<ThreadFacts> {
         let creation: Vec<Option<ActiveAt>> = graph
             .threads
             .iter()
@@ -806,6 +910,7 @@ impl MhpResult {
                     certainly_created,
                     ancestry,
                     unique: t.unique && !t.in_cycle,
+                    outliving: self.outliving(program, roles, graph, t.id),
                 }
             })
             .collect()
@@ -823,6 +928,8 @@ pub struct ThreadFacts {
     pub ancestry: Option<Vec<ThreadId>>,
     /// Created at most once and not on a creation cycle.
     pub unique: bool,
+    /// Its children that may still run when it ends (`None`: unknown, any).
+    pub outliving: Option<BitSet<ThreadId>>,
 }
 
 /// Whether accesses of threads `ta` (with facts `a` at the access) and `tb` (`b`) may run in
@@ -850,24 +957,35 @@ pub fn may_parallel(
     if !tf[lca.0 as usize].unique {
         return true;
     }
-    let alive = |at: &ActiveAt, child: ThreadId, deeper: bool| {
-        if deeper {
-            at.may_created.contains(&child)
-        } else {
-            at.may_active.contains(&child)
+    // Whether the thread at the end of `chain` (from a child of the point's thread down) may
+    // run at the point: the child is active, or it was created and some thread of the chain
+    // may outlive its parent (joining a thread does not stop the children it leaves running).
+    let alive = |at: &ActiveAt, chain: &[ThreadId]| {
+        let Some(child) = chain.first() else {
+            return true;
+        };
+        if at.may_active.contains(child) {
+            return true;
         }
+        at.may_created.contains(child)
+            && chain.windows(2).any(|w| {
+                tf[w[0].0 as usize]
+                    .outliving
+                    .as_ref()
+                    .is_none_or(|o| o.contains(&w[1]))
+            })
     };
     if lca == tb {
-        return alive(b, ca[k], ta != ca[k]);
+        return alive(b, &ca[k..]);
     }
     if lca == ta {
-        return alive(a, cb[k], tb != cb[k]);
+        return alive(a, &cb[k..]);
     }
     let (b1, b2) = (ca[k], cb[k]);
     let (Some(at1), Some(at2)) = (&tf[b1.0 as usize].creation, &tf[b2.0 as usize].creation) else {
         return true;
     };
-    alive(at2, b1, ta != b1) || alive(at1, b2, tb != b2)
+    alive(at2, &ca[k..]) || alive(at1, &cb[k..])
 }
 
 /// Whether accesses of `ta` (facts `a`) and `tb` (`b`) certainly can run in parallel: both on
