@@ -199,7 +199,7 @@ impl IdKeys {
 }
 
 /// Locals of a function whose value is an unconstrained input: defined only by one call of a
-/// nondet (or unknown external) function, address never taken, and tested by a single branch.
+/// nondet (or unknown external) function, or never written at all, and address never taken.
 fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<LocalId> {
     let Some(cfg) = &program.function(func).body else {
         return FxHashSet::default();
@@ -252,6 +252,19 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
                 }
             })
         });
+    }
+    // A variable never written holds one indeterminate value throughout (`int x; if (x) ..;
+    // if (x) ..;` takes both branches the same way).
+    for l in tested_at.keys() {
+        let never_written = !defs.contains_key(l)
+            && program
+                .function(func)
+                .locals
+                .get(l.0 as usize)
+                .is_some_and(|x| x.kind == crate::ir::LocalKind::Var);
+        if never_written {
+            defs.insert(*l, (1, false));
+        }
     }
     defs.into_iter()
         .filter(|(l, (n, bad))| {
@@ -392,64 +405,62 @@ struct ActiveThreads<'a> {
 
 impl ActiveThreads<'_> {
     /// Passes the test `cond == branch` (the backend's verdict on it: `taken`): constrains a
-    /// free local, or ends certainty when the outcome depends on something else. False when
-    /// the path's constraints make the test impossible.
+    /// free local, or ends certainty when the outcome depends on something else. Returns the
+    /// facts after the test: none when the path's constraints make it impossible, two when a
+    /// free local must differ from a value inside its allowed interval (one fact per side).
     fn test(
         &mut self,
-        f: &mut MhpFact,
+        mut f: MhpFact,
         func: FuncId,
         ctx: &crate::context::Context,
         cond: &Expr,
         branch: bool,
         taken: Bool3,
-    ) -> bool {
+    ) -> SmallVec<[MhpFact; 2]> {
+        let mut out = SmallVec::new();
         if taken == Bool3::True || self.counted_exits(func).contains(&ctx.edge) {
-            return true;
+            out.push(f);
+            return out;
         }
         let free = self.free_of(func).clone();
         let oracle = self.oracle;
         let konst = |e: &Expr| (oracle.constant)(ctx, e);
+        // Narrows `l` to `set`: the fact, unless no allowed value is left.
+        let narrow = |mut f: MhpFact, l: LocalId, r: Interval, set: Interval| {
+            let (over, under) = f.allowed(func, l, r);
+            let (over, under) = (over.meet(&set), under.meet(&set));
+            if over.is_bottom() {
+                return None;
+            }
+            if under.is_bottom() {
+                f.certain = false;
+            }
+            f.constrain(func, l, over, if under.is_bottom() { over } else { under });
+            Some(f)
+        };
         match free_test(self.program, &free, cond, branch, &konst) {
-            Some(FreeTest::Exact(l, r, set)) => {
-                let (over, under) = f.allowed(func, l, r);
-                let (over, under) = (over.meet(&set), under.meet(&set));
-                if over.is_bottom() {
-                    return false;
-                }
-                if under.is_bottom() {
-                    f.certain = false;
-                }
-                f.constrain(func, l, over, if under.is_bottom() { over } else { under });
-            }
+            Some(FreeTest::Exact(l, r, set)) => out.extend(narrow(f, l, r, set)),
             Some(FreeTest::Except(l, r, k)) => {
-                let (over, under) = f.allowed(func, l, r);
-                if over.as_constant() == Some(k) {
-                    return false;
-                }
-                // Over-approximation: only a hole at an end shows.
-                let over = if over.lo() == k {
-                    Interval::new(k + 1, over.hi())
-                } else if over.hi() == k {
-                    Interval::new(over.lo(), k - 1)
+                let (over, _) = f.allowed(func, l, r);
+                use racedar_domains::interval::{NEG_INF, POS_INF};
+                let below = Interval::new(NEG_INF, k.saturating_sub(1));
+                let above = Interval::new(k.saturating_add(1), POS_INF);
+                if over.lo() < k && k < over.hi() {
+                    // A hole inside: one fact per side, each with its own witnesses.
+                    out.extend(narrow(f.clone(), l, r, below));
+                    out.extend(narrow(f, l, r, above));
+                } else if over.lo() == k {
+                    out.extend(narrow(f, l, r, above));
                 } else {
-                    over
-                };
-                // Witnesses: the larger side of the hole.
-                let under = if !under.contains(k) {
-                    under
-                } else {
-                    let below = Interval::new(under.lo(), k - 1);
-                    let above = Interval::new(k + 1, under.hi());
-                    if above.is_bottom() { below } else { above }
-                };
-                if under.is_bottom() {
-                    f.certain = false;
+                    out.extend(narrow(f, l, r, below));
                 }
-                f.constrain(func, l, over, if under.is_bottom() { over } else { under });
             }
-            None => f.certain = false,
+            None => {
+                f.certain = false;
+                out.push(f);
+            }
         }
-        true
+        out
     }
 
     fn counted_exits(&mut self, func: FuncId) -> &FxHashSet<EdgeId> {
@@ -624,15 +635,27 @@ impl FactAnalysis for ActiveThreads<'_> {
                             f.may_created.insert(t.id);
                             f.may_active.insert(t.id);
                         }
+                        // It may also join the threads whose ids it receives.
+                        for a in args {
+                            let child = self
+                                .keys
+                                .key_of_value(func, a)
+                                .and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
+                            if let Some(c) = child {
+                                f.must_active.remove(&c);
+                            }
+                        }
                     }
                     Some(Role::Assume { cond }) => {
                         let ctx = self.tc.context(ctx, eid);
-                        let feasible = match args.get(cond) {
-                            Some(c) => self.test(&mut f, func, &ctx, c, true, Bool3::Maybe),
-                            None => true,
-                        };
-                        if !feasible {
-                            return;
+                        if let Some(c) = args.get(cond) {
+                            let mut parts = self.test(f, func, &ctx, c, true, Bool3::Maybe);
+                            let Some(first) = parts.pop() else {
+                                return;
+                            };
+                            // The other side of a split (assumptions define nothing).
+                            out.extend(parts);
+                            f = first;
                         }
                     }
                     _ => {}
@@ -652,10 +675,11 @@ impl FactAnalysis for ActiveThreads<'_> {
                 if taken == Bool3::False {
                     return;
                 }
-                if !self.test(&mut f, func, &qctx, cond, *branch, taken) {
-                    return;
+                for mut g in self.test(f, func, &qctx, cond, *branch, taken) {
+                    self.join_all(&mut g, func, eid);
+                    out.push(g);
                 }
-                self.join_all(&mut f, func, eid);
+                return;
             }
             _ => {}
         }
