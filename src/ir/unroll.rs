@@ -103,11 +103,14 @@ pub fn peel_thread_loops(program: &mut Program, roles: &Roles, n: u8) -> usize {
     peeled
 }
 
-/// Peels `n` copies of the loop `body` headed by `h` in front of it.
+/// Peels `n` copies of the loop `body` headed by `h` in front of it. `body` may be shorter
+/// than the node list when other loops of the function were peeled first: their copies are
+/// not members.
 fn peel(cfg: &mut Cfg, h: NodeId, body: &[bool], n: u8) {
-    let members: Vec<NodeId> = (0..body.len())
-        .filter(|i| body[*i])
-        .map(|i| NodeId(i as u32))
+    let body = |x: NodeId| body.get(x.0 as usize).copied().unwrap_or(false);
+    let members: Vec<NodeId> = (0..cfg.nodes.len() as u32)
+        .map(NodeId)
+        .filter(|x| body(*x))
         .collect();
     let orig_edges = cfg.edges.len();
     // copies[c][node] = the node's copy in iteration c (1-based).
@@ -131,7 +134,7 @@ fn peel(cfg: &mut Cfg, h: NodeId, body: &[bool], n: u8) {
     // Edges entering the loop from outside now enter the first copy.
     let first_head = copy_of(&copies, 0, h).unwrap_or(h);
     for e in cfg.edges.iter_mut().take(orig_edges) {
-        if e.dst == h && !body[e.src.0 as usize] {
+        if e.dst == h && !body(e.src) {
             e.dst = first_head;
         }
     }
@@ -142,7 +145,7 @@ fn peel(cfg: &mut Cfg, h: NodeId, body: &[bool], n: u8) {
     let mut new_edges: Vec<Edge> = Vec::new();
     for c in 0..n as usize {
         for e in cfg.edges.iter().take(orig_edges) {
-            if !body[e.src.0 as usize] {
+            if !body(e.src) {
                 continue;
             }
             let Some(src) = copy_of(&copies, c, e.src) else {
@@ -154,7 +157,7 @@ fn peel(cfg: &mut Cfg, h: NodeId, body: &[bool], n: u8) {
                 } else {
                     h
                 }
-            } else if body[e.dst.0 as usize] {
+            } else if body(e.dst) {
                 copy_of(&copies, c, e.dst).unwrap_or(e.dst)
             } else {
                 e.dst
@@ -237,5 +240,24 @@ mod tests {
             .body
             .clone();
         assert_eq!(before, after);
+    }
+
+    #[test]
+    fn two_create_loops_of_one_function_are_both_peeled() {
+        // The second loop's body was computed before the first peel added nodes.
+        let mut p = lower(
+            "#include <pthread.h>\nvoid *t(void *a) { return 0; }\n\
+             int main(void) { pthread_t id[4]; \
+             for (int i = 0; i < 4; i++) pthread_create(&id[i], 0, t, 0); \
+             for (int j = 0; j < 4; j++) pthread_create(&id[j], 0, t, 0); return 0; }\n",
+        );
+        let roles = Model::shipped().classify(&p);
+        assert_eq!(super::peel_thread_loops(&mut p, &roles, 2), 2);
+        let main = p.function_by_name("main").expect("main");
+        let cfg = p.function(main).body.as_ref().expect("body");
+        let peeled = cfg.edges.iter().filter(|e| e.peel > 0).count();
+        assert!(peeled >= 8, "both loops copied twice: {peeled} copied edges");
+        assert_eq!(cfg.nodes.iter().filter(|n| n.loop_head).count(), 2);
+        assert_eq!(cfg.reverse_postorder().len(), cfg.nodes.len());
     }
 }
