@@ -48,6 +48,8 @@ pub trait Domain: Clone + PartialEq + std::fmt::Debug {
     fn narrow_with(&mut self, _o: &Self) -> bool {
         false
     }
+    /// Releases spare room once the state is final (the solution keeps every state).
+    fn compact(&mut self) {}
     /// Whether the engine should run narrowing rounds for this domain.
     const NARROWS: bool = false;
     /// Whether transfer functions distribute over joins (`f(a ⊔ b) = f(a) ⊔ f(b)`, true of
@@ -257,9 +259,13 @@ pub fn solve<A: Analysis>(
         complete,
         "fixpoint"
     );
+    let mut states = e.states;
+    for d in states.iter_mut().flatten() {
+        d.compact();
+    }
     Solution {
         contexts: e.tc,
-        states: e.states,
+        states,
         complete,
         visits: e.visits,
     }
@@ -564,12 +570,14 @@ pub trait FactAnalysis {
     ) -> Self::Fact {
         fact.clone()
     }
-    /// The fact after a call from the callee's exit fact.
+    /// The fact after a call from the callee's exit fact; `pre` is the caller's fact before
+    /// the call (whose entry fact led to `exit`).
     fn call_exit(
         &mut self,
         _at: At<'_>,
         _edge: &Edge,
         _target: &CallTarget,
+        _pre: &Self::Fact,
         exit: &Self::Fact,
     ) -> Self::Fact {
         exit.clone()
@@ -586,6 +594,9 @@ impl<F: Clone + PartialEq + std::fmt::Debug + Merge> Domain for Powerset<F> {
     fn join_with(&mut self, o: &Self) -> bool {
         JoinSemiLattice::join(self, o)
     }
+    fn compact(&mut self) {
+        self.shrink_to_fit();
+    }
     const DISTRIBUTIVE: bool = true;
 }
 
@@ -595,24 +606,25 @@ impl<F: Clone + PartialEq + std::fmt::Debug + Merge> Domain for Powerset<F> {
 /// returning one caller's facts to another.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Paired<F> {
-    /// The fact at the entry of the context.
-    pub entry: F,
+    /// The fact at the entry of the context (shared by every path edge from it).
+    pub entry: std::sync::Arc<F>,
     /// The fact here.
     pub fact: F,
 }
 
 impl<F: Merge> Merge for Paired<F> {
     fn merge(facts: &[&Self]) -> Self {
-        let entries: Vec<&F> = facts.iter().map(|p| &p.entry).collect();
+        let entries: Vec<&F> = facts.iter().map(|p| &*p.entry).collect();
         let here: Vec<&F> = facts.iter().map(|p| &p.fact).collect();
         Paired {
-            entry: F::merge(&entries),
+            entry: std::sync::Arc::new(F::merge(&entries)),
             fact: F::merge(&here),
         }
     }
 
     fn covers(&self, o: &Self) -> bool {
-        self.fact.covers(&o.fact) && self.entry.covers(&o.entry)
+        self.fact.covers(&o.fact)
+            && (std::sync::Arc::ptr_eq(&self.entry, &o.entry) || self.entry.covers(&o.entry))
     }
 }
 
@@ -627,7 +639,7 @@ pub fn facts_of<F: Clone + PartialEq + Merge>(d: &Facts<F>) -> impl Iterator<Ite
 /// The initial state of a thread for a [`Disjunctive`] analysis.
 pub fn initial_facts<F: Clone + PartialEq + Merge>(f: F) -> Facts<F> {
     Powerset::singleton(Paired {
-        entry: f.clone(),
+        entry: std::sync::Arc::new(f.clone()),
         fact: f,
     })
 }
@@ -666,7 +678,7 @@ impl<T: FactAnalysis> Analysis for Disjunctive<'_, T> {
             .map(|p| {
                 let e = self.0.call_entry(at, edge, target, &p.fact);
                 Paired {
-                    entry: e.clone(),
+                    entry: std::sync::Arc::new(e.clone()),
                     fact: e,
                 }
             })
@@ -688,7 +700,7 @@ impl<T: FactAnalysis> Analysis for Disjunctive<'_, T> {
                 if x.entry.covers(&e) {
                     out.insert(Paired {
                         entry: p.entry.clone(),
-                        fact: self.0.call_exit(at, edge, target, &x.fact),
+                        fact: self.0.call_exit(at, edge, target, &p.fact, &x.fact),
                     });
                 }
             }

@@ -447,6 +447,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         at: At<'_>,
         edge: &Edge,
         target: &CallTarget,
+        _pre: &LockFact,
         exit: &LockFact,
     ) -> LockFact {
         let (ctx, eid) = (at.ctx, at.edge);

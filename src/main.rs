@@ -250,12 +250,7 @@ fn check(args: &CheckArgs) -> ExitCode {
     let roles = opts.model.classify(&program);
     pipeline::prepare(&mut program, &roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
-    run.phases.extend(
-        analysis
-            .phases
-            .iter()
-            .map(|(n, d)| stats::Phase::new(n, *d)),
-    );
+    run.phases.extend(analysis.phases.iter().cloned());
     run.peak_rss_mib = stats::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0));
     if args.stats {
         eprint!("{}", run.render());

@@ -12,8 +12,9 @@ use crate::model::{Model, Role, Roles};
 use crate::races::escape::Escape;
 use crate::races::{self, Confidence, RaceResult};
 use crate::report::Verdict;
+use crate::stats::Phase;
 use crate::threads::ThreadGraph;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Which backend answers the analyses' queries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -93,7 +94,7 @@ pub struct Analysis<'p> {
     /// The verdict.
     pub verdict: Verdict,
     /// Time per phase.
-    pub phases: Vec<(&'static str, Duration)>,
+    pub phases: Vec<Phase>,
 }
 
 /// Prepares a lowered program for [`analyse`]: peels `opts.unroll` iterations of the loops
@@ -111,12 +112,12 @@ pub fn analyse<'p>(program: &'p Program, roles: &'p Roles, opts: &AnalysisOption
     match opts.backend {
         BackendKind::Syntactic => {
             let backend = Syntactic::new(program, roles);
-            phases.push(("model", t.elapsed()));
+            phases.push(Phase::new("model", t.elapsed()));
             run(program, roles, backend, opts, phases)
         }
         BackendKind::Value => {
             let backend = ValueBackend::new(program, roles, opts.context_depth);
-            phases.push(("model", t.elapsed()));
+            phases.push(Phase::new("model", t.elapsed()));
             run(program, roles, backend, opts, phases)
         }
     }
@@ -127,7 +128,7 @@ fn run<'p, B: Backend<'p>>(
     roles: &'p Roles,
     mut backend: B,
     opts: &AnalysisOptions,
-    mut phases: Vec<(&'static str, Duration)>,
+    mut phases: Vec<Phase>,
 ) -> Analysis<'p> {
     let mut imprecision = Vec::new();
     let main = program
@@ -183,7 +184,7 @@ fn run<'p, B: Backend<'p>>(
             blocks_no_race: true,
         });
     }
-    phases.push(("threads", t.elapsed()));
+    phases.push(Phase::new("threads", t.elapsed()));
     tracing::info!(
         threads = graph.threads.len(),
         contexts = graph.contexts.iter().map(|c| c.ctxs.len()).sum::<usize>(),
@@ -191,7 +192,7 @@ fn run<'p, B: Backend<'p>>(
     );
     let t = Instant::now();
     let mut locksets = LocksetResult::compute(program, roles, &backend, &graph);
-    phases.push(("lockset", t.elapsed()));
+    phases.push(Phase::new("lockset", t.elapsed()));
     let t = Instant::now();
     let branch = |ctx: &crate::context::Context| branch_outcome(program, &backend, ctx);
     let constant = |ctx: &crate::context::Context, e: &crate::ir::Expr| {
@@ -212,7 +213,7 @@ fn run<'p, B: Backend<'p>>(
         opts.backend == BackendKind::Syntactic || !backend.degradations().is_empty(),
     );
     let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, roles, &graph);
-    phases.push(("mhp", t.elapsed()));
+    phases.push(Phase::new("mhp", t.elapsed()));
     let t = Instant::now();
     let inherited: Vec<Inherited> =
         locksets.inherited(program, roles, &backend, &graph, &|p, c, n, child| {
@@ -235,7 +236,7 @@ fn run<'p, B: Backend<'p>>(
         thread_facts: &thread_facts,
         escape: &escape,
     });
-    phases.push(("races", t.elapsed()));
+    phases.push(Phase::new("races", t.elapsed()));
     if races.truncated {
         imprecision.push(Imprecision {
             reason: format!(
@@ -266,7 +267,7 @@ fn run<'p, B: Backend<'p>>(
 fn empty<'p>(
     program: &'p Program,
     imprecision: Vec<Imprecision>,
-    phases: Vec<(&'static str, Duration)>,
+    phases: Vec<Phase>,
 ) -> Analysis<'p> {
     Analysis {
         program,

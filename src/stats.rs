@@ -27,14 +27,17 @@ pub struct Phase {
     pub name: &'static str,
     /// Wall time in milliseconds.
     pub ms: f64,
+    /// Peak resident memory of the process at the end of the phase, in MiB, when known.
+    pub peak_rss_mib: Option<f64>,
 }
 
 impl Phase {
-    /// A phase that took `d`.
+    /// A phase that took `d` and just ended (the process's peak memory is read now).
     pub fn new(name: &'static str, d: Duration) -> Phase {
         Phase {
             name,
             ms: d.as_secs_f64() * 1000.0,
+            peak_rss_mib: peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0)),
         }
     }
 }

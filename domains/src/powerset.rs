@@ -43,6 +43,11 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
         Powerset { facts: vec![f] }
     }
 
+    /// Releases spare room (for sets kept for long).
+    pub fn shrink_to_fit(&mut self) {
+        self.facts.shrink_to_fit();
+    }
+
     /// The facts.
     pub fn facts(&self) -> &[F] {
         &self.facts
@@ -60,6 +65,10 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
             return false;
         }
         self.facts.retain(|g| !f.covers(g));
+        if self.facts.capacity() == 0 {
+            // Most sets hold one fact: no room for more until needed.
+            self.facts.reserve_exact(1);
+        }
         self.facts.push(f);
         if self.facts.len() > CAP {
             let all: Vec<&F> = self.facts.iter().collect();

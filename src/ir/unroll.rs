@@ -256,7 +256,10 @@ mod tests {
         let main = p.function_by_name("main").expect("main");
         let cfg = p.function(main).body.as_ref().expect("body");
         let peeled = cfg.edges.iter().filter(|e| e.peel > 0).count();
-        assert!(peeled >= 8, "both loops copied twice: {peeled} copied edges");
+        assert!(
+            peeled >= 8,
+            "both loops copied twice: {peeled} copied edges"
+        );
         assert_eq!(cfg.nodes.iter().filter(|n| n.loop_head).count(), 2);
         assert_eq!(cfg.reverse_postorder().len(), cfg.nodes.len());
     }

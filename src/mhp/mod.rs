@@ -92,6 +92,8 @@ impl MhpFact {
 #[derive(Default)]
 struct IdKeys {
     index: FxHashMap<String, IdKey>,
+    /// The variable (with the function owning a local) of each key, by key number.
+    roots: Vec<(Option<FuncId>, Var)>,
     /// Variables (with the function owning a local) whose address is taken anywhere but as
     /// a create's thread-id argument: code we do not follow may change them, so they cannot
     /// match a join with a create.
@@ -144,6 +146,7 @@ impl IdKeys {
         }
         IdKeys {
             index: FxHashMap::default(),
+            roots: Vec::new(),
             escaped,
         }
     }
@@ -168,7 +171,11 @@ impl IdKeys {
         }
         let text = format!("{owner:?}:{lv:?}");
         let n = self.index.len() as u32;
-        Some(*self.index.entry(text).or_insert(IdKey(n)))
+        let k = *self.index.entry(text).or_insert(IdKey(n));
+        if k.0 as usize == self.roots.len() {
+            self.roots.push((owner, v));
+        }
+        Some(k)
     }
 
     /// The key of the object a create's thread-id pointer points to.
@@ -187,14 +194,18 @@ impl IdKeys {
         }
     }
 
-    /// Whether writing `lv` may change the variable behind `key` (same variable).
-    fn root_of(&mut self, func: FuncId, lv: &Lval) -> Option<String> {
-        let Host::Var(v) = lv.host else { return None };
-        let owner = match v {
-            Var::Local(_) => Some(func),
-            Var::Global(_) => None,
+    /// The keys whose variable a write of `lv` may change (keys of the same variable).
+    fn keys_of_root(&self, func: FuncId, lv: &Lval) -> SmallVec<[IdKey; 2]> {
+        let Host::Var(v) = lv.host else {
+            return SmallVec::new();
         };
-        Some(format!("{owner:?}:{v:?}"))
+        let owner = matches!(v, Var::Local(_)).then_some(func);
+        self.roots
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r == (owner, v))
+            .map(|(i, _)| IdKey(i as u32))
+            .collect()
     }
 }
 
@@ -390,14 +401,43 @@ pub struct Oracle<'a> {
     pub constant: &'a dyn Fn(&crate::context::Context, &Expr) -> Option<i128>,
 }
 
+/// The oracle's answers an analysis relied on: its solution holds for another thread whose
+/// oracle gives the same answers at the same points.
+#[derive(Default)]
+struct Asked {
+    branch: std::cell::RefCell<FxHashMap<crate::context::Context, Bool3>>,
+    constant: std::cell::RefCell<Vec<(crate::context::Context, Expr, Option<i128>)>>,
+}
+
+impl Asked {
+    /// Whether `oracle` answers every recorded question the same way for `thread`.
+    fn agrees(&self, oracle: &Oracle<'_>, thread: ThreadId) -> bool {
+        let at = |c: &crate::context::Context| crate::context::Context {
+            thread,
+            ..c.clone()
+        };
+        self.branch
+            .borrow()
+            .iter()
+            .all(|(c, a)| (oracle.branch)(&at(c)) == *a)
+            && self
+                .constant
+                .borrow()
+                .iter()
+                .all(|(c, e, k)| (oracle.constant)(&at(c), e) == *k)
+    }
+}
+
 struct ActiveThreads<'a> {
     program: &'a Program,
     roles: &'a Roles,
     oracle: &'a Oracle<'a>,
+    /// What the analysis asked the oracle.
+    asked: &'a Asked,
     tc: &'a ThreadContexts,
     graph: &'a ThreadGraph,
     keys: &'a mut IdKeys,
-    free: FxHashMap<FuncId, FxHashSet<LocalId>>,
+    free: FxHashMap<FuncId, std::rc::Rc<FxHashSet<LocalId>>>,
     exits: FxHashMap<FuncId, FxHashSet<EdgeId>>,
     /// Per function, the exit edges of join loops with the create statements they undo.
     join_alls: FxHashMap<FuncId, FxHashMap<EdgeId, Vec<EdgeId>>>,
@@ -422,9 +462,16 @@ impl ActiveThreads<'_> {
             out.push(f);
             return out;
         }
-        let free = self.free_of(func).clone();
-        let oracle = self.oracle;
-        let konst = |e: &Expr| (oracle.constant)(ctx, e);
+        let free = std::rc::Rc::clone(self.free_of(func));
+        let (oracle, asked) = (self.oracle, self.asked);
+        let konst = |e: &Expr| {
+            let k = (oracle.constant)(ctx, e);
+            asked
+                .constant
+                .borrow_mut()
+                .push((ctx.clone(), e.clone(), k));
+            k
+        };
         // Narrows `l` to `set`: the fact, unless no allowed value is left.
         let narrow = |mut f: MhpFact, l: LocalId, r: Interval, set: Interval| {
             let (over, under) = f.allowed(func, l, r);
@@ -494,27 +541,18 @@ impl ActiveThreads<'_> {
         }
     }
 
-    fn free_of(&mut self, func: FuncId) -> &FxHashSet<LocalId> {
+    fn free_of(&mut self, func: FuncId) -> &std::rc::Rc<FxHashSet<LocalId>> {
         let (program, roles) = (self.program, self.roles);
         self.free
             .entry(func)
-            .or_insert_with(|| free_locals(program, roles, func))
+            .or_insert_with(|| std::rc::Rc::new(free_locals(program, roles, func)))
     }
 
     fn forget_key(&mut self, fact: &mut MhpFact, func: FuncId, lv: &Lval) {
         if fact.ids.is_empty() {
             return;
         }
-        let Some(root) = self.keys.root_of(func, lv) else {
-            return;
-        };
-        let roots: Vec<IdKey> = self
-            .keys
-            .index
-            .iter()
-            .filter(|(text, _)| text.starts_with(&root))
-            .map(|(_, k)| *k)
-            .collect();
+        let roots = self.keys.keys_of_root(func, lv);
         fact.ids.retain(|(k, _)| !roots.contains(k));
     }
 }
@@ -566,14 +604,9 @@ impl Merge for MhpFact {
     }
 }
 
-impl FactAnalysis for ActiveThreads<'_> {
-    type Fact = MhpFact;
-
-    fn callees(&mut self, at: At<'_>, _edge: &Edge) -> Callees {
-        dataflow::recorded_callees(self.tc, at.ctx, at.edge)
-    }
-
-    fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &MhpFact, out: &mut Vec<MhpFact>) {
+impl ActiveThreads<'_> {
+    /// The transfer function.
+    fn step(&mut self, at: At<'_>, edge: &Edge, fact: &MhpFact, out: &mut Vec<MhpFact>) {
         let (ctx, eid) = (at.ctx, at.edge);
         let func = self.tc.ctx(ctx).func;
         let mut f = fact.clone();
@@ -636,7 +669,7 @@ impl FactAnalysis for ActiveThreads<'_> {
                             f.may_active.insert(t.id);
                         }
                         // It may also join the threads whose ids it receives.
-                        for a in args {
+                        for a in args.iter().filter(|_| !f.ids.is_empty()) {
                             let child = self
                                 .keys
                                 .key_of_value(func, a)
@@ -672,6 +705,7 @@ impl FactAnalysis for ActiveThreads<'_> {
             Op::Assume { cond, branch } => {
                 let qctx = self.tc.context(ctx, eid);
                 let taken = (self.oracle.branch)(&qctx);
+                self.asked.branch.borrow_mut().insert(qctx.clone(), taken);
                 if taken == Bool3::False {
                     return;
                 }
@@ -685,6 +719,18 @@ impl FactAnalysis for ActiveThreads<'_> {
         }
         out.push(f);
     }
+}
+
+impl FactAnalysis for ActiveThreads<'_> {
+    type Fact = MhpFact;
+
+    fn callees(&mut self, at: At<'_>, _edge: &Edge) -> Callees {
+        dataflow::recorded_callees(self.tc, at.ctx, at.edge)
+    }
+
+    fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &MhpFact, out: &mut Vec<MhpFact>) {
+        self.step(at, edge, fact, out);
+    }
 
     fn call_entry(
         &mut self,
@@ -693,8 +739,12 @@ impl FactAnalysis for ActiveThreads<'_> {
         target: &CallTarget,
         fact: &MhpFact,
     ) -> MhpFact {
+        // The callee starts unconstrained (its locals are fresh, and the callers' constraints
+        // come back at the return): one entry fact serves every caller path with the same
+        // threads and certainty. Its paths are certain only when the call surely reaches it.
         let mut f = fact.clone();
         f.certain &= target.exact;
+        f.cons.clear();
         f
     }
 
@@ -702,11 +752,14 @@ impl FactAnalysis for ActiveThreads<'_> {
         &mut self,
         at: At<'_>,
         edge: &Edge,
-        _target: &CallTarget,
+        target: &CallTarget,
+        pre: &MhpFact,
         exit: &MhpFact,
     ) -> MhpFact {
         let ctx = at.ctx;
         let mut f = exit.clone();
+        f.certain = pre.certain && target.exact && exit.certain;
+        f.cons = pre.cons.clone();
         if let Op::Call { dest: Some(d), .. } = &edge.op {
             let func = self.tc.ctx(ctx).func;
             self.forget_key(&mut f, func, d);
@@ -764,19 +817,24 @@ impl MhpResult {
     ) -> MhpResult {
         let mut keys = IdKeys::new(program, roles);
         let mut unique: Vec<Solution<dataflow::Facts<MhpFact>>> = Vec::new();
+        let mut asked_by: Vec<Asked> = Vec::new();
         let mut by_thread = Vec::with_capacity(graph.contexts.len());
         for tc in &graph.contexts {
-            let same = unique
-                .iter()
-                .position(|s| share && s.contexts.ctxs == tc.ctxs && s.contexts.calls == tc.calls);
+            let same = unique.iter().zip(&asked_by).position(|(s, q)| {
+                s.contexts.ctxs == tc.ctxs
+                    && s.contexts.calls == tc.calls
+                    && (share || q.agrees(oracle, tc.thread))
+            });
             if let Some(i) = same {
                 by_thread.push(i);
                 continue;
             }
+            let asked = Asked::default();
             let mut a = ActiveThreads {
                 program,
                 roles,
                 oracle,
+                asked: &asked,
                 tc,
                 graph,
                 keys: &mut keys,
@@ -785,14 +843,16 @@ impl MhpResult {
                 join_alls: FxHashMap::default(),
             };
             let init = dataflow::initial_facts(MhpFact::initial());
-            unique.push(dataflow::solve(
+            let sol = dataflow::solve(
                 program,
                 tc.clone(),
                 &mut dataflow::Disjunctive(&mut a),
                 init,
                 u64::MAX,
-            ));
+            );
+            unique.push(sol);
             by_thread.push(unique.len() - 1);
+            asked_by.push(asked);
         }
         MhpResult {
             solutions: unique,
