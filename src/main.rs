@@ -6,7 +6,7 @@ use racedar::ir::pretty::{self, PrintOptions};
 use racedar::ir::{DataModel, Program};
 use racedar::model::Model;
 use racedar::pipeline::{self, AnalysisOptions, BackendKind};
-use racedar::report::{Report, text};
+use racedar::report::{Report, sarif, suppress, text};
 use racedar::stats::{self, RunStats};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -73,6 +73,8 @@ enum Format {
     Text,
     /// One JSON object (see README, "Output formats").
     Json,
+    /// A SARIF 2.1.0 log (code scanning, IDE problem panes).
+    Sarif,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +132,16 @@ struct CheckArgs {
     /// Print per-phase time and peak memory on stderr.
     #[arg(long)]
     stats: bool,
+    /// Report only races whose fingerprint is not in this baseline (the others are marked
+    /// suppressed).
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Write the fingerprints of every race found to FILE (a baseline for `--baseline`).
+    #[arg(long, value_name = "FILE")]
+    write_baseline: Option<PathBuf>,
+    /// The directory SARIF URIs are relative to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    project_root: Option<PathBuf>,
     /// C source (.c) or preprocessed (.i) files, analysed as one program.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -255,19 +267,48 @@ fn check(args: &CheckArgs) -> ExitCode {
     if args.stats {
         eprint!("{}", run.render());
     }
-    let report = Report::build(&analysis, run);
+    let mut report = Report::build(&analysis, run);
+    let baseline = match args.baseline.as_deref().map(suppress::Baseline::read) {
+        Some(Err(e)) => {
+            eprintln!("racedar: error: {e}");
+            return ExitCode::from(2);
+        }
+        Some(Ok(b)) => Some(b),
+        None => None,
+    };
+    suppress::apply(&mut report, baseline.as_ref());
+    if let Some(path) = &args.write_baseline
+        && let Err(e) = std::fs::write(path, suppress::Baseline::of(&report).to_json())
+    {
+        eprintln!(
+            "racedar: error: {}: cannot write baseline: {e}",
+            path.display()
+        );
+        return ExitCode::from(2);
+    }
     let mut out = std::io::stdout().lock();
     let written = match args.format {
         Format::Json => writeln!(out, "{}", report.to_json()),
         Format::Text => write!(out, "{}", text::render(&report)),
+        Format::Sarif => {
+            let root = args
+                .project_root
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("."));
+            writeln!(out, "{}", sarif::render(&report, &root))
+        }
     };
     if written.is_err() {
         return ExitCode::SUCCESS;
     }
-    let failing = report.races.iter().any(|r| match args.fail_on {
-        FailOn::Must => r.confidence == "must",
-        FailOn::May => true,
-    });
+    let failing = report
+        .races
+        .iter()
+        .filter(|r| r.suppressed.is_none())
+        .any(|r| match args.fail_on {
+            FailOn::Must => r.confidence == "must",
+            FailOn::May => true,
+        });
     if failing {
         ExitCode::from(1)
     } else {

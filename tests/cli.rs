@@ -424,3 +424,93 @@ fn modes_draw_different_verdicts_from_the_same_races() {
     assert_eq!(run("over", free).0, "no-race");
     assert_eq!(run("under", free).0, "unknown");
 }
+
+const RACY: &str = "#include <pthread.h>\nint g;\nvoid *t(void *a) {\n  g++;\n  return 0;\n}\n\
+int main(void) {\n  pthread_t id;\n  pthread_create(&id, 0, t, 0);\n  g++;MARK\n  return 0;\n}\n";
+
+fn run_json(args: &[&str], file: &std::path::Path) -> (Option<i32>, serde_json::Value) {
+    let out = racedar()
+        .args(["check", "--format", "json"])
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("runs");
+    let v = serde_json::from_slice(&out.stdout).expect("json");
+    (out.status.code(), v)
+}
+
+/// An ignore comment on either access line suppresses the race: it stays in JSON, marked,
+/// and no longer fails the run; a comment for another rule does not.
+#[test]
+fn inline_ignore_comments_suppress_races() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("r.c");
+    std::fs::write(
+        &f,
+        RACY.replace("MARK", " // racedar-ignore[data-race]: approximate counter"),
+    )
+    .expect("write");
+    let (code, v) = run_json(&[], &f);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["races"][0]["suppressed"]["kind"], "inSource");
+    assert_eq!(
+        v["races"][0]["suppressed"]["justification"],
+        "approximate counter"
+    );
+    std::fs::write(&f, RACY.replace("MARK", " // racedar-ignore[deadlock]: no")).expect("write");
+    let (code, v) = run_json(&[], &f);
+    assert_eq!(code, Some(1));
+    assert!(v["races"][0].get("suppressed").is_none());
+    std::fs::write(
+        &f,
+        format!("// racedar-ignore-file\n{}", RACY.replace("MARK", "")),
+    )
+    .expect("write");
+    let (code, _) = run_json(&[], &f);
+    assert_eq!(code, Some(0));
+}
+
+/// A baseline written from one run suppresses the same races in the next, even after the
+/// code moved, and a new race still fails.
+#[test]
+fn baselines_hide_known_races_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("r.c");
+    let base = dir.path().join("base.json");
+    std::fs::write(&f, RACY.replace("MARK", "")).expect("write");
+    let (code, _) = run_json(&["--write-baseline", base.to_str().expect("utf8")], &f);
+    assert_eq!(code, Some(1));
+    std::fs::write(&f, format!("\n\n{}", RACY.replace("MARK", ""))).expect("write");
+    let (code, v) = run_json(&["--baseline", base.to_str().expect("utf8")], &f);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["races"][0]["suppressed"]["kind"], "external");
+    // A second, new race.
+    let two = RACY
+        .replace("int g;", "int g, h;")
+        .replace(
+            "  g++;\n  return 0;\n}\nint",
+            "  g++;\n  h++;\n  return 0;\n}\nint",
+        )
+        .replace("g++;MARK", "g++;\n  h = 1;");
+    std::fs::write(&f, two).expect("write");
+    let (code, v) = run_json(&["--baseline", base.to_str().expect("utf8")], &f);
+    assert_eq!(code, Some(1));
+    let open = v["races"]
+        .as_array()
+        .expect("races")
+        .iter()
+        .filter(|r| r.get("suppressed").is_none())
+        .count();
+    assert_eq!(open, 1);
+    // A file that is not a baseline is an input error.
+    std::fs::write(&base, "not json").expect("write");
+    let (code, _) = {
+        let out = racedar()
+            .args(["check", "--baseline", base.to_str().expect("utf8")])
+            .arg(&f)
+            .output()
+            .expect("runs");
+        (out.status.code(), ())
+    };
+    assert_eq!(code, Some(2));
+}

@@ -3,6 +3,8 @@
 //! [`Report::build`] turns an [`Analysis`] into plain data (sorted, deterministic); [`json`] and
 //! [`text`] render it.
 
+pub mod sarif;
+pub mod suppress;
 pub mod text;
 
 use crate::backend::{AccessKind, AccessSite, Base};
@@ -27,6 +29,26 @@ pub enum Verdict {
     NoRace,
     /// Neither could be established (see `imprecision`).
     Unknown,
+}
+
+/// A source position of a report (file as given on the command line, line and column from 1).
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Site {
+    /// Source file.
+    pub file: String,
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 1.
+    pub column: u32,
+}
+
+/// One call on the way from a thread's entry to an access.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Frame {
+    /// The calling function.
+    pub function: String,
+    /// The call statement.
+    pub site: Site,
 }
 
 /// One access of a reported race.
@@ -54,6 +76,15 @@ pub struct AccessReport {
     /// Whether the access is atomic.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub atomic: bool,
+    /// The function containing the access.
+    #[serde(skip)]
+    pub function: String,
+    /// The calls from the thread's entry to the access, outermost first (SARIF thread flows).
+    #[serde(skip)]
+    pub frames: Vec<Frame>,
+    /// Where the accessing thread is created (`None` for `main`).
+    #[serde(skip)]
+    pub created_at: Option<Site>,
 }
 
 /// One reported race.
@@ -71,6 +102,11 @@ pub struct RaceReport {
     /// How many further accesses of the race are not listed (see [`MAX_LISTED_ACCESSES`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub more_accesses: usize,
+    /// Why the race is suppressed, when it is (see [`suppress`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<suppress::Suppressed>,
+    /// The line-independent fingerprint (see [`sarif::fingerprint`]).
+    pub fingerprint: String,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -112,7 +148,7 @@ impl Report {
                     .first()
                     .map(|x| location_of(p, &a.races.accesses[r.accesses[0]], &x.expression))
                     .unwrap_or_default();
-                RaceReport {
+                let mut race = RaceReport {
                     confidence: match r.confidence {
                         Confidence::Must => "must",
                         Confidence::May => "may",
@@ -121,7 +157,11 @@ impl Report {
                     accesses,
                     reason: (!r.reasons.is_empty()).then(|| r.reasons.join("; ")),
                     more_accesses: r.accesses.len().saturating_sub(MAX_LISTED_ACCESSES),
-                }
+                    suppressed: None,
+                    fingerprint: String::new(),
+                };
+                race.fingerprint = sarif::fingerprint(&race);
+                race
             })
             .collect();
         let imprecision = a
@@ -179,27 +219,40 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
         AccessSite::Hidden(f) => format!("<state of {}()>", p.function(f).name),
     };
     let tc = a.graph.contexts(x.thread);
-    let call_chain = tc
+    let site_of = |func: crate::ir::FuncId, edge: crate::ir::EdgeId| {
+        let loc = p
+            .function(func)
+            .body
+            .as_ref()
+            .and_then(|c| c.edges.get(edge.0 as usize))
+            .map(|e| e.loc)
+            .unwrap_or_default();
+        Site {
+            file: p.file_name(loc).to_string(),
+            line: loc.line,
+            column: loc.col,
+        }
+    };
+    let frames: Vec<Frame> = tc
         .ctx(x.ctx)
         .calls
         .iter()
-        .map(|site| {
-            let loc = p
-                .function(site.func)
-                .body
-                .as_ref()
-                .and_then(|c| c.edges.get(site.edge.0 as usize))
-                .map(|e| e.loc)
-                .unwrap_or_default();
-            format!(
-                "{} ({}:{})",
-                p.function(site.func).name,
-                p.file_name(loc),
-                loc.line
-            )
+        .map(|site| Frame {
+            function: p.function(site.func).name.clone(),
+            site: site_of(site.func, site.edge),
         })
+        .collect();
+    let call_chain = frames
+        .iter()
+        .map(|f| format!("{} ({}:{})", f.function, f.site.file, f.site.line))
         .chain(std::iter::once(func.name.clone()))
         .collect();
+    let created_at = a
+        .graph
+        .threads
+        .get(x.thread.0 as usize)
+        .and_then(|t| t.site)
+        .map(|s| site_of(s.func, s.edge));
     let lockset = lock_names(p, &a.locksets.table, &x.locks.must);
     let may = lock_names(p, &a.locksets.table, &x.locks.may);
     AccessReport {
@@ -216,6 +269,9 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
         expression,
         call_chain,
         atomic: x.mem.atomic,
+        function: func.name.clone(),
+        frames,
+        created_at,
     }
 }
 

@@ -14,7 +14,7 @@ pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let mut files = SimpleFiles::new();
     let mut file_ids: FxHashMap<String, Option<usize>> = FxHashMap::default();
-    for race in &report.races {
+    for race in report.races.iter().filter(|r| r.suppressed.is_none()) {
         let Some(first) = race.accesses.first() else {
             continue;
         };
@@ -80,20 +80,27 @@ pub fn render(report: &Report) -> String {
         }
         out.push('\n');
     }
-    let must = report
+    let shown: Vec<_> = report
         .races
         .iter()
-        .filter(|r| r.confidence == "must")
-        .count();
-    let may = report.races.len() - must;
+        .filter(|r| r.suppressed.is_none())
+        .collect();
+    let must = shown.iter().filter(|r| r.confidence == "must").count();
+    let may = shown.len() - must;
+    let suppressed = report.races.len() - shown.len();
     let verdict = match report.verdict {
         Verdict::Race => "data race found",
         Verdict::NoRace => "no data race",
         Verdict::Unknown => "unknown",
     };
+    let hidden = if suppressed > 0 {
+        format!(" ({suppressed} suppressed)")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "racedar: {verdict}: {must} must-race(s), {may} may-race(s)"
+        "racedar: {verdict}: {must} must-race(s), {may} may-race(s){hidden}"
     );
     for i in &report.imprecision {
         let _ = writeln!(out, "racedar: note: {i}");

@@ -1,0 +1,322 @@
+//! SARIF 2.1.0 output (DESIGN.md "Output contracts"; `notes/ecosystem.md` §2.1 lists what
+//! GitHub code scanning reads). The types come from the `serde-sarif` crate.
+//!
+//! One result per race: `locations[0]` is the first access, `relatedLocations` hold the other
+//! access (id 1) and the create statements of the two threads (ids 2 and 3), referenced from
+//! the message; one code flow holds a thread flow per access, from the thread's creation
+//! through the calls to the access. URIs are relative to the project root (`%SRCROOT%`) when
+//! the file is under it. `partialFingerprints` carry a line-independent racedar fingerprint
+//! (`racedar/v1`) and `primaryLocationLineHash` (a hash of the first access's source line and
+//! its occurrence among the results).
+
+use super::{AccessReport, RaceReport, Report, Site};
+use serde_sarif::sarif::{
+    ArtifactLocation, CodeFlow, Location, Message, MultiformatMessageString, PhysicalLocation,
+    PropertyBag, Region, ReportingConfiguration, ReportingDescriptor, Result as SarifResult,
+    ResultLevel, Run, Sarif, Suppression, ThreadFlow, ThreadFlowLocation, Tool, ToolComponent,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The rule id of data races (stable: never renamed).
+pub const DATA_RACE_RULE: &str = "racedar/data-race";
+
+/// The URI base id of the project root.
+const SRCROOT: &str = "%SRCROOT%";
+
+/// FNV-1a, 64 bits: a stable hash for fingerprints (the same on every platform and run).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The line-independent fingerprint of a race: rule, location and the (function, kind,
+/// expression) of its two racing accesses, sorted. Moving code keeps it; renaming the
+/// variable or a function changes it.
+pub fn fingerprint(race: &RaceReport) -> String {
+    let mut parts: Vec<String> = race
+        .accesses
+        .iter()
+        .take(2)
+        .map(|a| format!("{}|{}|{}", a.function, a.kind, a.expression))
+        .collect();
+    parts.sort();
+    let text = format!("{DATA_RACE_RULE}|{}|{}", race.location, parts.join("|"));
+    format!("{:016x}", fnv1a(text.as_bytes()))
+}
+
+/// Source lines of files, read once.
+#[derive(Default)]
+struct Sources {
+    files: BTreeMap<String, Option<Vec<String>>>,
+}
+
+impl Sources {
+    fn line(&mut self, file: &str, line: u32) -> Option<String> {
+        let lines = self.files.entry(file.to_string()).or_insert_with(|| {
+            std::fs::read_to_string(file)
+                .ok()
+                .map(|t| t.lines().map(str::to_string).collect())
+        });
+        lines
+            .as_ref()?
+            .get((line as usize).checked_sub(1)?)
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+}
+
+/// Where files are: the project root, to which URIs are relative.
+struct Uris {
+    root: PathBuf,
+}
+
+impl Uris {
+    fn artifact(&self, file: &str) -> ArtifactLocation {
+        let path = Path::new(file);
+        let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        match abs.strip_prefix(&self.root) {
+            Ok(rel) => ArtifactLocation::builder()
+                .uri(uri_path(rel))
+                .uri_base_id(SRCROOT)
+                .build(),
+            Err(_) => ArtifactLocation::builder()
+                .uri(format!("file://{}", uri_path(&abs)))
+                .build(),
+        }
+    }
+
+    fn location(&self, site: &Site, id: Option<i64>, text: Option<String>) -> Location {
+        let region = Region::builder()
+            .start_line(i64::from(site.line.max(1)))
+            .start_column(i64::from(site.column.max(1)))
+            .build();
+        let physical = PhysicalLocation::builder()
+            .artifact_location(self.artifact(&site.file))
+            .region(region)
+            .build();
+        let mut loc = Location::builder().physical_location(physical).build();
+        loc.id = id;
+        loc.message = text.map(|t| Message::builder().text(t).build());
+        loc
+    }
+}
+
+/// A path as URI text: `/` separators, spaces and `%` escaped.
+fn uri_path(p: &Path) -> String {
+    let s = p.to_string_lossy().replace('\\', "/");
+    s.replace('%', "%25").replace(' ', "%20")
+}
+
+fn site_of(a: &AccessReport) -> Site {
+    Site {
+        file: a.file.clone(),
+        line: a.line,
+        column: a.column,
+    }
+}
+
+fn locks_text(a: &AccessReport) -> String {
+    if a.lockset.is_empty() {
+        "no lock".to_string()
+    } else {
+        format!("locks {{{}}}", a.lockset.join(", "))
+    }
+}
+
+/// The thread flow of one access: the thread's creation, the calls, the access.
+fn thread_flow(uris: &Uris, a: &AccessReport) -> ThreadFlow {
+    let mut locs = Vec::new();
+    if let Some(c) = &a.created_at {
+        let l = uris.location(c, None, Some(format!("thread {} created", a.thread)));
+        locs.push(
+            ThreadFlowLocation::builder()
+                .location(l)
+                .kinds(vec!["call".to_string()])
+                .nesting_level(0)
+                .build(),
+        );
+    }
+    for (depth, f) in a.frames.iter().enumerate() {
+        let l = uris.location(&f.site, None, Some(format!("{} calls", f.function)));
+        locs.push(
+            ThreadFlowLocation::builder()
+                .location(l)
+                .kinds(vec!["call".to_string()])
+                .nesting_level(depth as i64)
+                .build(),
+        );
+    }
+    let l = uris.location(
+        &site_of(a),
+        None,
+        Some(format!(
+            "{} of '{}' holding {}",
+            a.kind,
+            a.expression,
+            locks_text(a)
+        )),
+    );
+    locs.push(
+        ThreadFlowLocation::builder()
+            .location(l)
+            .kinds(vec!["memory".to_string()])
+            .importance(serde_json::json!("essential"))
+            .nesting_level(a.frames.len() as i64)
+            .build(),
+    );
+    ThreadFlow::builder()
+        .id(a.thread.clone())
+        .message(
+            Message::builder()
+                .text(format!("thread {}", a.thread))
+                .build(),
+        )
+        .locations(locs)
+        .build()
+}
+
+/// One SARIF result for a race.
+fn result(
+    uris: &Uris,
+    sources: &mut Sources,
+    seen: &mut BTreeMap<String, u32>,
+    race: &RaceReport,
+) -> Option<SarifResult> {
+    let first = race.accesses.first()?;
+    let second = race.accesses.get(1).unwrap_or(first);
+    let message = format!(
+        "data race on '{}' ({}): {} in {} holding {} races with [{}](1) in {} holding {}{}",
+        race.location,
+        race.confidence,
+        first.kind,
+        first.thread,
+        locks_text(first),
+        second.kind,
+        second.thread,
+        locks_text(second),
+        race.reason
+            .as_ref()
+            .map_or(String::new(), |r| format!("; only possible: {r}")),
+    );
+    let mut related = vec![uris.location(
+        &site_of(second),
+        Some(1),
+        Some(format!(
+            "{} of '{}' in {}",
+            second.kind, second.expression, second.thread
+        )),
+    )];
+    for (id, a) in [(2, first), (3, second)] {
+        if let Some(c) = &a.created_at {
+            related.push(uris.location(c, Some(id), Some(format!("{} created here", a.thread))));
+        }
+    }
+    let mut flows = vec![thread_flow(uris, first)];
+    if race.accesses.len() > 1 {
+        flows.push(thread_flow(uris, second));
+    }
+    let line_text = sources
+        .line(&first.file, first.line)
+        .unwrap_or_else(|| format!("{}:{}", first.file, first.line));
+    let line_hash = format!("{:016x}", fnv1a(line_text.as_bytes()));
+    let n = seen.entry(line_hash.clone()).or_insert(0);
+    *n += 1;
+    let mut fingerprints = BTreeMap::new();
+    fingerprints.insert("racedar/v1".to_string(), fingerprint(race));
+    fingerprints.insert(
+        "primaryLocationLineHash".to_string(),
+        format!("{line_hash}:{n}"),
+    );
+    let mut r = SarifResult::builder()
+        .rule_id(DATA_RACE_RULE)
+        .rule_index(0)
+        .level(if race.confidence == "must" {
+            ResultLevel::Error
+        } else {
+            ResultLevel::Warning
+        })
+        .message(Message::builder().text(message).build())
+        .locations(vec![uris.location(&site_of(first), Some(0), None)])
+        .related_locations(related)
+        .code_flows(vec![CodeFlow::builder().thread_flows(flows).build()])
+        .partial_fingerprints(fingerprints)
+        .build();
+    if let Some(why) = &race.suppressed {
+        r.suppressions = Some(vec![
+            Suppression::builder()
+                .kind(serde_json::json!(why.kind))
+                .justification(why.justification.clone())
+                .build(),
+        ]);
+    }
+    let mut props = BTreeMap::new();
+    props.insert("confidence".to_string(), serde_json::json!(race.confidence));
+    r.properties = Some(PropertyBag::builder().additional_properties(props).build());
+    Some(r)
+}
+
+fn text(s: &str) -> MultiformatMessageString {
+    MultiformatMessageString::builder().text(s).build()
+}
+
+/// The SARIF log of a report, as pretty JSON. `root` is the project root URIs are relative to.
+pub fn render(report: &Report, root: &Path) -> String {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let uris = Uris { root: root.clone() };
+    let mut sources = Sources::default();
+    let mut seen = BTreeMap::new();
+    let results: Vec<SarifResult> = report
+        .races
+        .iter()
+        .filter_map(|r| result(&uris, &mut sources, &mut seen, r))
+        .collect();
+    let rule = ReportingDescriptor::builder()
+        .id(DATA_RACE_RULE)
+        .name("DataRace")
+        .short_description(text("Data race between threads"))
+        .full_description(text(
+            "Two threads access the same memory location, at least one access writes, the \
+             accesses are not both atomic, and no common lock or thread ordering separates them.",
+        ))
+        .help(text(
+            "Protect both accesses with the same mutex, make the location atomic, or order the \
+             threads (join before the access). A 'must' race (level error) happens in some \
+             execution; a 'may' race (level warning) is one racedar cannot rule out. Suppress a \
+             reviewed race with `// racedar-ignore[data-race]: reason` on either access line.",
+        ))
+        .default_configuration(
+            ReportingConfiguration::builder()
+                .level(serde_json::json!("warning"))
+                .build(),
+        )
+        .build();
+    let driver = ToolComponent::builder()
+        .name("racedar")
+        .version(env!("CARGO_PKG_VERSION"))
+        .semantic_version(env!("CARGO_PKG_VERSION"))
+        .rules(vec![rule])
+        .build();
+    let mut bases = BTreeMap::new();
+    bases.insert(
+        SRCROOT.to_string(),
+        ArtifactLocation::builder()
+            .uri(format!("file://{}/", uri_path(&root).trim_end_matches('/')))
+            .build(),
+    );
+    let run = Run::builder()
+        .tool(Tool::builder().driver(driver).build())
+        .results(results)
+        .original_uri_base_ids(bases)
+        .column_kind(serde_json::json!("utf16CodeUnits"))
+        .build();
+    let log = Sarif::builder()
+        .schema("https://json.schemastore.org/sarif-2.1.0.json")
+        .version(serde_json::json!("2.1.0"))
+        .runs(vec![run])
+        .build();
+    serde_json::to_string_pretty(&log).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
