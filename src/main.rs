@@ -6,7 +6,7 @@ use racedar::ir::pretty::{self, PrintOptions};
 use racedar::ir::{DataModel, Program};
 use racedar::model::Model;
 use racedar::pipeline::{self, AnalysisOptions, BackendKind};
-use racedar::report::{Report, sarif, suppress, text};
+use racedar::report::{Report, Verdict, sarif, suppress, svcomp, text};
 use racedar::stats::{self, RunStats};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -142,6 +142,16 @@ struct CheckArgs {
     /// The directory SARIF URIs are relative to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     project_root: Option<PathBuf>,
+    /// SV-COMP run: ends with `SV-COMP result: true|false(no-data-race)|unknown` (on stderr
+    /// with `--format json`), ignores suppressions and exits 0.
+    #[arg(long)]
+    svcomp: bool,
+    /// The SV-COMP property file (`--svcomp`); only no-data-race is checked.
+    #[arg(long, value_name = "FILE", requires = "svcomp")]
+    property: Option<PathBuf>,
+    /// Where to write the violation witness of a `false` verdict (`--svcomp`; YAML 2.0).
+    #[arg(long, value_name = "FILE", requires = "svcomp")]
+    witness: Option<PathBuf>,
     /// C source (.c) or preprocessed (.i) files, analysed as one program.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -226,6 +236,37 @@ fn load(input: &InputArgs, files: &[PathBuf]) -> Result<(Program, RunStats), Fro
 }
 
 fn check(args: &CheckArgs) -> ExitCode {
+    if !args.svcomp {
+        return check_files(args);
+    }
+    // SV-COMP: the property first, then the analysis; always exit 0.
+    if let Some(path) = &args.property {
+        match std::fs::read_to_string(path) {
+            Ok(text) if svcomp::is_no_data_race(&text) => {}
+            Ok(_) => {
+                eprintln!(
+                    "racedar: {}: only the no-data-race property is checked",
+                    path.display()
+                );
+                println!("{}", svcomp::result_line(Verdict::Unknown));
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => {
+                eprintln!("racedar: {}: cannot read property: {e}", path.display());
+                println!("{}", svcomp::result_line(Verdict::Unknown));
+                return ExitCode::SUCCESS;
+            }
+        }
+    }
+    let code = check_files(args);
+    if code == ExitCode::from(2) {
+        // The error is on stderr; the verdict line still ends the run.
+        println!("{}", svcomp::result_line(Verdict::Unknown));
+    }
+    ExitCode::SUCCESS
+}
+
+fn check_files(args: &CheckArgs) -> ExitCode {
     let mut model = Model::shipped();
     for path in &args.configs {
         let name = path.display().to_string();
@@ -276,7 +317,9 @@ fn check(args: &CheckArgs) -> ExitCode {
         Some(Ok(b)) => Some(b),
         None => None,
     };
-    suppress::apply(&mut report, baseline.as_ref());
+    if !args.svcomp {
+        suppress::apply(&mut report, baseline.as_ref());
+    }
     if let Some(path) = &args.write_baseline
         && let Err(e) = std::fs::write(path, suppress::Baseline::of(&report).to_json())
     {
@@ -299,6 +342,30 @@ fn check(args: &CheckArgs) -> ExitCode {
         }
     };
     if written.is_err() {
+        return ExitCode::SUCCESS;
+    }
+    if args.svcomp {
+        let line = svcomp::result_line(report.verdict);
+        if args.format == Format::Text {
+            let _ = writeln!(out, "{line}");
+        } else {
+            eprintln!("{line}");
+        }
+        if let Some(path) = &args.witness {
+            let inputs: Vec<&std::path::Path> = args.files.iter().map(PathBuf::as_path).collect();
+            let model = match args.input.data_model {
+                DataModelArg::Ilp32 => "ILP32",
+                DataModelArg::Lp64 => "LP64",
+            };
+            if let Some(w) = svcomp::witness(&report, &inputs, model)
+                && let Err(e) = std::fs::write(path, w)
+            {
+                eprintln!(
+                    "racedar: error: {}: cannot write witness: {e}",
+                    path.display()
+                );
+            }
+        }
         return ExitCode::SUCCESS;
     }
     let failing = report

@@ -514,3 +514,59 @@ fn baselines_hide_known_races_only() {
     };
     assert_eq!(code, Some(2));
 }
+
+/// `--svcomp`: the verdict line ends stdout, the exit code is 0 whatever the verdict, a
+/// `false` verdict writes a YAML violation witness naming both accesses, and a property other
+/// than no-data-race gives `unknown`.
+#[test]
+fn svcomp_runs_end_with_the_verdict_line_and_exit_zero() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prp = dir.path().join("no-data-race.prp");
+    std::fs::write(&prp, "CHECK( init(main()), LTL(G ! data-race) )\n").expect("write");
+    let other = dir.path().join("unreach-call.prp");
+    std::fs::write(
+        &other,
+        "CHECK( init(main()), LTL(G ! call(reach_error())) )\n",
+    )
+    .expect("write");
+    let witness = dir.path().join("witness.yml");
+    let run = |prp: &std::path::Path, file: &str, w: Option<&std::path::Path>| {
+        let mut cmd = racedar();
+        cmd.args(["check", "--svcomp", "--property"]).arg(prp);
+        if let Some(w) = w {
+            cmd.arg("--witness").arg(w);
+        }
+        let out = cmd.arg(file).output().expect("runs");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or("")
+            .to_string()
+    };
+    assert_eq!(
+        run(&prp, "tests/fixtures/races/simple_lock.c", Some(&witness)),
+        "SV-COMP result: false(no-data-race)"
+    );
+    let w = std::fs::read_to_string(&witness).expect("witness written");
+    assert!(w.contains("entry_type: violation_sequence"));
+    assert!(w.contains("format_version: '2.0'"));
+    assert_eq!(w.matches("type: target").count(), 2);
+    assert_eq!(
+        run(&prp, "tests/fixtures/races/both_locked.c", None),
+        "SV-COMP result: true"
+    );
+    assert_eq!(
+        run(&prp, "tests/fixtures/races/conditional_lock.c", None),
+        "SV-COMP result: unknown"
+    );
+    assert_eq!(
+        run(&other, "tests/fixtures/races/simple_lock.c", None),
+        "SV-COMP result: unknown"
+    );
+    // Input errors still end with a verdict line and exit 0.
+    assert_eq!(
+        run(&prp, "tests/fixtures/does-not-exist.c", None),
+        "SV-COMP result: unknown"
+    );
+}

@@ -5,6 +5,7 @@
 
 pub mod sarif;
 pub mod suppress;
+pub mod svcomp;
 pub mod text;
 
 use crate::backend::{AccessKind, AccessSite, Base};
