@@ -21,6 +21,7 @@
 //! Shared utilities: [`stats`] (time and peak memory of a run).
 
 pub mod backend;
+pub mod changes;
 pub mod context;
 pub mod dataflow;
 pub mod frontend;

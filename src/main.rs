@@ -1,6 +1,7 @@
 //! The `racedar` command line: argument parsing (clap) and calls into the library.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use racedar::changes;
 use racedar::frontend::{self, FrontendError, FrontendOptions, PreprocessOptions};
 use racedar::ir::pretty::{self, PrintOptions};
 use racedar::ir::{DataModel, Program};
@@ -9,7 +10,7 @@ use racedar::pipeline::{self, AnalysisOptions, BackendKind};
 use racedar::report::{Report, Verdict, sarif, suppress, svcomp, text};
 use racedar::stats::{self, RunStats};
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Static data-race and deadlock detector for C programs using POSIX threads.
@@ -152,8 +153,21 @@ struct CheckArgs {
     /// Where to write the violation witness of a `false` verdict (`--svcomp`; YAML 2.0).
     #[arg(long, value_name = "FILE", requires = "svcomp")]
     witness: Option<PathBuf>,
-    /// C source (.c) or preprocessed (.i) files, analysed as one program.
-    #[arg(required = true, value_name = "FILE")]
+    /// The program is the compilation database FILE (or DIR/compile_commands.json): every C
+    /// unit with its own flags, linked into one program.
+    #[arg(short = 'p', long = "compile-commands", value_name = "FILE")]
+    compile_commands: Option<PathBuf>,
+    /// Report only races with an access in one of the FILE arguments (the program is the
+    /// compilation database of `-p` when given; pre-commit passes the changed files).
+    #[arg(long)]
+    changed: bool,
+    /// Report only races with an access on a line changed since the git revision REV
+    /// (`git diff REV`, working tree included).
+    #[arg(long, value_name = "REV")]
+    diff_base: Option<String>,
+    /// C source (.c) or preprocessed (.i) files, analysed as one program (with `-p` and
+    /// `--changed`: the files whose races are reported).
+    #[arg(required_unless_present = "compile_commands", value_name = "FILE")]
     files: Vec<PathBuf>,
 }
 
@@ -183,6 +197,8 @@ impl InputArgs {
                 undefines: self.undefines.clone(),
                 includes: self.includes.clone(),
                 std: self.std.clone(),
+                extra: Vec::new(),
+                cwd: None,
             },
             data_model: match self.data_model {
                 DataModelArg::Ilp32 => DataModel::Ilp32,
@@ -282,7 +298,19 @@ fn check_files(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let (mut program, mut run) = match load(&args.input, &args.files) {
+    let loaded = match &args.compile_commands {
+        Some(db) => {
+            let fo = args.input.frontend_options();
+            frontend::compdb::read(db, &fo.preprocess)
+                .and_then(|units| frontend::load_units(&units, fo.data_model))
+                .map(|(program, fs)| {
+                    let run = RunStats::from_frontend(&fs, &program);
+                    (program, run)
+                })
+        }
+        None => load(&args.input, &args.files),
+    };
+    let (mut program, mut run) = match loaded {
         Ok(x) => x,
         Err(e) => return report_error(&e),
     };
@@ -319,6 +347,29 @@ fn check_files(args: &CheckArgs) -> ExitCode {
     };
     if !args.svcomp {
         suppress::apply(&mut report, baseline.as_ref());
+    }
+    if args.changed {
+        let files: Vec<String> = args
+            .files
+            .iter()
+            .map(|f| frontend::compdb::display_name(f))
+            .collect();
+        report.races.retain(|r| {
+            r.accesses
+                .iter()
+                .any(|a| files.contains(&frontend::compdb::display_name(Path::new(&a.file))))
+        });
+    }
+    if let Some(rev) = &args.diff_base {
+        match changes::changed_lines(rev) {
+            Ok(changed) => report
+                .races
+                .retain(|r| r.accesses.iter().any(|a| changed.touches(&a.file, a.line))),
+            Err(e) => {
+                eprintln!("racedar: error: {e}");
+                return ExitCode::from(2);
+            }
+        }
     }
     if let Some(path) = &args.write_baseline
         && let Err(e) = std::fs::write(path, suppress::Baseline::of(&report).to_json())

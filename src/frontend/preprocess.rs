@@ -27,6 +27,12 @@ pub struct PreprocessOptions {
     pub includes: Vec<PathBuf>,
     /// `-std=` value (`c11`, `gnu99`, ...).
     pub std: Option<String>,
+    /// Further preprocessor arguments, passed as they are (`-isystem DIR`, `-iquote DIR`,
+    /// `-m32`, ...: from a compilation database).
+    pub extra: Vec<String>,
+    /// The directory the preprocessor runs in (a compilation database entry's `directory`;
+    /// relative paths in the options are relative to it).
+    pub cwd: Option<PathBuf>,
 }
 
 /// The preprocessed text of one translation unit.
@@ -49,7 +55,17 @@ const SNIFF_BYTES: usize = 8192;
 /// failure (its stderr is in [`FrontendError::detail`]), [`ErrorKind::Usage`] for a malformed
 /// `--cpp` command.
 pub fn preprocess(path: &Path, opts: &PreprocessOptions) -> Result<Preprocessed, FrontendError> {
-    let name = path.display().to_string();
+    preprocess_named(path, &path.display().to_string(), opts)
+}
+
+/// [`preprocess`], naming the unit `name` in locations and errors (e.g. relative to the
+/// project root when `path` is absolute).
+pub fn preprocess_named(
+    path: &Path,
+    name: &str,
+    opts: &PreprocessOptions,
+) -> Result<Preprocessed, FrontendError> {
+    let name = name.to_string();
     let bytes = std::fs::read(path).map_err(|e| {
         FrontendError::file(
             ErrorKind::Io,
@@ -135,6 +151,10 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
     }
     for i in &opts.includes {
         cmd.arg("-include").arg(i);
+    }
+    cmd.args(&opts.extra);
+    if let Some(dir) = &opts.cwd {
+        cmd.current_dir(dir);
     }
     // Whatever the extension, the input is C (gcc would ignore an unknown one as linker input).
     cmd.arg("-x").arg("c").arg(path);

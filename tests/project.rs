@@ -1,0 +1,183 @@
+//! Whole projects: a compilation database of two translation units is one program; the race
+//! across the units is found through `-p` and the locked variant is clean; `--changed` and
+//! `--diff-base` report only the races touching the given files or changed lines, which is
+//! what the pre-commit hook relies on (tested with a real `git commit` and hook).
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::Path;
+
+fn racedar() -> Command {
+    Command::cargo_bin("racedar").expect("binary")
+}
+
+fn json(args: &[&str]) -> (Option<i32>, Value) {
+    let out = racedar()
+        .args(["check", "--format", "json"])
+        .args(args)
+        .output()
+        .expect("runs");
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), v)
+}
+
+#[test]
+fn a_race_across_two_units_is_found_through_the_database() {
+    let (code, v) = json(&["-p", "tests/fixtures/project/racy/compile_commands.json"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["verdict"], "race");
+    let races = v["races"].as_array().expect("races");
+    assert_eq!(
+        races.len(),
+        1,
+        "only 'counter' races (each unit's static 'hits' is its own)"
+    );
+    assert_eq!(races[0]["location"], "counter");
+    let mut files: Vec<&str> = races[0]["accesses"]
+        .as_array()
+        .expect("accesses")
+        .iter()
+        .filter_map(|a| a["file"].as_str())
+        .collect();
+    files.sort();
+    files.dedup();
+    assert_eq!(
+        files,
+        vec![
+            "tests/fixtures/project/racy/src/counter.c",
+            "tests/fixtures/project/racy/src/main.c"
+        ]
+    );
+}
+
+#[test]
+fn the_locked_variant_is_clean() {
+    let (code, v) = json(&["-p", "tests/fixtures/project/clean"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["verdict"], "no-race");
+}
+
+#[test]
+fn changed_files_select_the_reported_races() {
+    let db = "tests/fixtures/project/racy/compile_commands.json";
+    let (code, v) = json(&[
+        "-p",
+        db,
+        "--changed",
+        "tests/fixtures/project/racy/src/main.c",
+    ]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v["races"].as_array().map(Vec::len), Some(1));
+    let (code, v) = json(&[
+        "-p",
+        db,
+        "--changed",
+        "tests/fixtures/project/racy/include/counter.h",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(v["races"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn a_bad_database_is_an_input_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("compile_commands.json");
+    std::fs::write(&db, "{ not json").expect("write");
+    let out = racedar()
+        .args(["check", "-p"])
+        .arg(&db)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("compile_commands.json") && err.contains("not a compilation database"));
+}
+
+fn git(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for e in std::fs::read_dir(from).expect("read_dir") {
+        let e = e.expect("entry");
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A git pre-commit hook running `racedar check -p ... --diff-base HEAD` blocks a commit that
+/// touches a racy line and lets through one that touches nothing racy.
+#[test]
+fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("git not available: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path();
+    copy_dir(Path::new("tests/fixtures/project/racy"), repo);
+    assert!(git(repo, &["init", "-q"]).status.success());
+    assert!(git(repo, &["add", "."]).status.success());
+    assert!(
+        git(repo, &["commit", "-q", "--no-verify", "-m", "init"])
+            .status
+            .success()
+    );
+    let bin = assert_cmd::cargo::cargo_bin("racedar");
+    let hook = repo.join(".git/hooks/pre-commit");
+    std::fs::write(
+        &hook,
+        format!(
+            "#!/bin/sh\nexec '{}' check -p compile_commands.json --diff-base HEAD\n",
+            bin.display()
+        ),
+    )
+    .expect("hook");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let main = repo.join("src/main.c");
+    let original = std::fs::read_to_string(&main).expect("main.c");
+    // Touch nothing racy: a comment on the static's line.
+    std::fs::write(
+        &main,
+        original.replace("/* only main touches it */", "/* main's own counter */"),
+    )
+    .expect("write");
+    git(repo, &["add", "."]);
+    let ok = git(repo, &["commit", "-q", "-m", "comment"]);
+    assert!(
+        ok.status.success(),
+        "hook refused a harmless commit: {}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    // Touch the racy write.
+    let now = std::fs::read_to_string(&main).expect("main.c");
+    std::fs::write(&main, now.replace("counter = 0;", "counter = 1;")).expect("write");
+    git(repo, &["add", "."]);
+    let refused = git(repo, &["commit", "-q", "-m", "racy"]);
+    assert!(!refused.status.success(), "hook let a racy commit through");
+    // Git passes a hook's output on to its stderr.
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(said.contains("data race on 'counter'"), "{said}");
+}
