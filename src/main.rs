@@ -27,7 +27,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Check C files (one program) for data races.
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// Print the intermediate representation of a C file.
     DumpIr(DumpArgs),
 }
@@ -165,6 +165,10 @@ struct CheckArgs {
     /// (`git diff REV`, working tree included).
     #[arg(long, value_name = "REV")]
     diff_base: Option<String>,
+    /// Explain the race ID (its position in the report, or a fingerprint prefix of at least 4
+    /// hex digits): call chains, create sites, locks, and why it is only possible.
+    #[arg(long, value_name = "ID")]
+    explain: Option<String>,
     /// C source (.c) or preprocessed (.i) files, analysed as one program (with `-p` and
     /// `--changed`: the files whose races are reported).
     #[arg(required_unless_present = "compile_commands", value_name = "FILE")]
@@ -381,6 +385,17 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let mut out = std::io::stdout().lock();
+    if let Some(id) = &args.explain {
+        let found = text::find_races(&report, id);
+        if found.is_empty() {
+            eprintln!("racedar: error: no race '{id}' in this report");
+            return ExitCode::from(2);
+        }
+        for r in &found {
+            let _ = writeln!(out, "{}", text::explain(r));
+        }
+        return ExitCode::from(1);
+    }
     let written = match args.format {
         Format::Json => writeln!(out, "{}", report.to_json()),
         Format::Text => write!(out, "{}", text::render(&report)),

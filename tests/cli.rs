@@ -570,3 +570,59 @@ fn svcomp_runs_end_with_the_verdict_line_and_exit_zero() {
         "SV-COMP result: unknown"
     );
 }
+
+/// `--explain` names a race by position or fingerprint prefix and prints both call chains,
+/// the create site, the locks and why the race is only possible; an unknown id is an error.
+#[test]
+fn explain_prints_chains_sites_and_reasons() {
+    let out = racedar()
+        .args([
+            "check",
+            "--explain",
+            "1",
+            "tests/fixtures/races/grandchild.c",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("access 1:") && text.contains("access 2:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("created at tests/fixtures/races/grandchild.c:"),
+        "{text}"
+    );
+    assert!(text.contains("locks surely held: none"), "{text}");
+    assert!(
+        text.contains("only a possible race: not certainly parallel"),
+        "{text}"
+    );
+    let fp = text
+        .split("fingerprint ")
+        .nth(1)
+        .and_then(|t| t.get(..6))
+        .expect("fingerprint")
+        .to_string();
+    let again = racedar()
+        .args([
+            "check",
+            "--explain",
+            &fp,
+            "tests/fixtures/races/grandchild.c",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(String::from_utf8_lossy(&again.stdout), text);
+    let none = racedar()
+        .args([
+            "check",
+            "--explain",
+            "99",
+            "tests/fixtures/races/grandchild.c",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(none.status.code(), Some(2));
+}

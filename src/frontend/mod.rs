@@ -87,15 +87,30 @@ pub fn load_units(
     data_model: DataModel,
 ) -> Result<(Program, FrontendStats), FrontendError> {
     use rayon::prelude::*;
+    use std::io::IsTerminal as _;
     let t0 = Instant::now();
+    // A progress bar only for people: a terminal, several units, not under CI.
+    let bar =
+        (units.len() > 4 && std::io::stderr().is_terminal() && std::env::var_os("CI").is_none())
+            .then(|| {
+                let b = indicatif::ProgressBar::new(units.len() as u64);
+                b.set_message("preprocessing");
+                b
+            });
     let pre: Vec<Result<preprocess::Preprocessed, FrontendError>> = units
         .par_iter()
         .map(|u| {
             let mut pp = preprocess::preprocess_named(&u.path, &u.name, &u.preprocess)?;
             pp.text = compdb::rename_markers(&pp.text, u.preprocess.cwd.as_deref());
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
             Ok(pp)
         })
         .collect();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     let mut stats = FrontendStats {
         preprocess: t0.elapsed(),
         ..FrontendStats::default()

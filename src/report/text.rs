@@ -2,7 +2,7 @@
 //! followed by `note:` lines, which editors' problem matchers parse) and a source snippet
 //! rendered by codespan-reporting with a label on every access.
 
-use super::{AccessReport, Report, Verdict};
+use super::{AccessReport, RaceReport, Report, Verdict};
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
@@ -47,6 +47,14 @@ pub fn render(report: &Report) -> String {
                 first.file, first.line, first.column
             );
         }
+        let _ = writeln!(
+            out,
+            "{}:{}:{}: note: details: racedar check --explain {} ...",
+            first.file,
+            first.line,
+            first.column,
+            race.fingerprint.get(..8).unwrap_or(&race.fingerprint)
+        );
         // Snippet.
         let mut labels = Vec::new();
         for (i, a) in race.accesses.iter().enumerate() {
@@ -129,6 +137,91 @@ fn describe(a: &AccessReport) -> String {
         "{atomic}{} of '{}' in thread {} holding {locks}{may}{chain}",
         a.kind, a.expression, a.thread
     )
+}
+
+/// The races `id` names: a 1-based position in the report's race list, or a prefix (at
+/// least 4 hex digits) of a fingerprint.
+pub fn find_races<'r>(report: &'r Report, id: &str) -> Vec<&'r RaceReport> {
+    if let Ok(n) = id.parse::<usize>()
+        && n >= 1
+        && id.len() < 4
+    {
+        return report.races.get(n - 1).into_iter().collect();
+    }
+    if id.len() < 4 {
+        return Vec::new();
+    }
+    report
+        .races
+        .iter()
+        .filter(|r| r.fingerprint.starts_with(id))
+        .collect()
+}
+
+/// The explanation of one race (`--explain`): for each racing access, the thread, where it is
+/// created, the calls from the thread's entry, the locks held; then why the race is only
+/// possible, when it is.
+pub fn explain(race: &RaceReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "data race on '{}' ({}) [racedar/data-race] fingerprint {}",
+        race.location, race.confidence, race.fingerprint
+    );
+    for (i, a) in race.accesses.iter().take(2).enumerate() {
+        let _ = writeln!(out, "\naccess {}: {} of '{}'", i + 1, a.kind, a.expression);
+        let _ = writeln!(out, "  at {}:{}:{}", a.file, a.line, a.column);
+        match &a.created_at {
+            Some(c) => {
+                let _ = writeln!(
+                    out,
+                    "  thread {} (created at {}:{}:{})",
+                    a.thread, c.file, c.line, c.column
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  thread {} (the program's main thread)", a.thread);
+            }
+        }
+        let entry = a
+            .frames
+            .first()
+            .map_or(a.function.as_str(), |f| f.function.as_str());
+        let _ = writeln!(out, "  call chain from the thread's entry {entry}:");
+        for f in &a.frames {
+            let _ = writeln!(
+                out,
+                "    {} calls at {}:{}:{}",
+                f.function, f.site.file, f.site.line, f.site.column
+            );
+        }
+        let _ = writeln!(out, "    {} accesses '{}'", a.function, a.expression);
+        let held = if a.lockset.is_empty() {
+            "none".to_string()
+        } else {
+            a.lockset.join(", ")
+        };
+        let _ = writeln!(out, "  locks surely held: {held}");
+        if let Some(m) = &a.may_lockset {
+            let _ = writeln!(out, "  locks possibly held: {}", m.join(", "));
+        }
+    }
+    match &race.reason {
+        Some(r) => {
+            let _ = writeln!(out, "\nonly a possible race: {r}");
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\na certain race: both accesses run on certainly feasible paths of threads that \
+                 certainly run in parallel, with no common lock"
+            );
+        }
+    }
+    if let Some(s) = &race.suppressed {
+        let _ = writeln!(out, "suppressed ({}): {}", s.kind, s.justification);
+    }
+    out
 }
 
 /// The byte span of the token at (line, column) of `src` (both from 1).
