@@ -115,7 +115,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A git pre-commit hook running `racedar check -p ... --diff-base HEAD` blocks a commit that
+/// A git pre-commit hook running `racedar check -p ... --changed --diff-base HEAD FILES` (the
+/// staged C files, as pre-commit passes them) blocks a commit that
 /// touches a racy line and lets through one that touches nothing racy.
 #[test]
 fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
@@ -142,7 +143,10 @@ fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
     std::fs::write(
         &hook,
         format!(
-            "#!/bin/sh\nexec '{}' check -p compile_commands.json --diff-base HEAD\n",
+            // As pre-commit runs the hook: the staged C files as arguments.
+            "#!/bin/sh\nfiles=$(git diff --cached --name-only --diff-filter=ACM -- '*.c')\n\
+             [ -z \"$files\" ] && exit 0\n\
+             exec '{}' check -p compile_commands.json --changed --diff-base HEAD $files\n",
             bin.display()
         ),
     )
@@ -180,4 +184,34 @@ fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
         String::from_utf8_lossy(&refused.stderr)
     );
     assert!(said.contains("data race on 'counter'"), "{said}");
+}
+
+/// Link conflicts between units (a variable defined twice, declared with types of different
+/// sizes) are notes that keep the verdict from `no-race`, not errors.
+#[test]
+fn link_conflicts_are_notes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = dir.path().join("a.c");
+    let b = dir.path().join("b.c");
+    std::fs::write(&a, "int x = 1;\nlong y;\n").expect("write");
+    std::fs::write(
+        &b,
+        "int x = 2;\nextern int y;\nint main(void) { return x + y; }\n",
+    )
+    .expect("write");
+    let out = racedar()
+        .args(["check", "--format", "json"])
+        .arg(&a)
+        .arg(&b)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0));
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v["verdict"], "unknown");
+    let notes = v["imprecision"].to_string();
+    assert!(notes.contains("'x' defined in two units"), "{notes}");
+    assert!(
+        notes.contains("'y' declared with types of different sizes"),
+        "{notes}"
+    );
 }

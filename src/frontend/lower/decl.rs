@@ -208,6 +208,35 @@ impl Lower<'_> {
     ) -> LResult<GlobalId> {
         let internal = specs.storage == Some(StorageClass::Static);
         let is_extern = specs.storage == Some(StorageClass::Extern);
+        // Declared by an earlier unit of the program (linked by name, not yet seen here)?
+        let other_unit = !internal
+            && !matches!(
+                self.scopes.first().and_then(|s| s.names.get(name)),
+                Some(Symbol::Global(_))
+            )
+            && self.find_global(name, false).is_some();
+        if other_unit && let Some(g) = self.find_global(name, false) {
+            let old = self.pb.program.global(g).ty;
+            let (a, b) = (self.types().size_of(old), self.types().size_of(ty));
+            if let (Some(a), Some(b)) = (a, b)
+                && a != b
+            {
+                self.unsupported(
+                    loc,
+                    format!("'{name}' declared with types of different sizes in two units"),
+                );
+            }
+            if init.is_some() && self.pb.program.global(g).storage == Storage::Defined {
+                self.unsupported(
+                    loc,
+                    format!("'{name}' defined in two units (the first kept)"),
+                );
+                if let Some(s) = self.scopes.first_mut() {
+                    s.names.insert(name.to_string(), Symbol::Global(g));
+                }
+                return Ok(g);
+            }
+        }
         let g = match self.find_global(name, internal) {
             Some(g) => g,
             None => {
