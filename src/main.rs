@@ -157,6 +157,10 @@ struct CheckArgs {
     /// unit with its own flags, linked into one program.
     #[arg(short = 'p', long = "compile-commands", value_name = "FILE")]
     compile_commands: Option<PathBuf>,
+    /// Do not reuse or store preprocessed units of `-p` projects (cache:
+    /// `$RACEDAR_CACHE_DIR`, else `~/.cache/racedar/pp`).
+    #[arg(long)]
+    no_cache: bool,
     /// Report only races with an access in one of the FILE arguments (the program is the
     /// compilation database of `-p` when given; pre-commit passes the changed files).
     #[arg(long)]
@@ -306,7 +310,12 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         Some(db) => {
             let fo = args.input.frontend_options();
             frontend::compdb::read(db, &fo.preprocess)
-                .and_then(|units| frontend::load_units(&units, fo.data_model))
+                .and_then(|units| {
+                    let cache = (!args.no_cache)
+                        .then(frontend::ppcache::default_dir)
+                        .flatten();
+                    frontend::load_units(&units, fo.data_model, cache.as_deref())
+                })
                 .map(|(program, fs)| {
                     let run = RunStats::from_frontend(&fs, &program);
                     (program, run)

@@ -13,7 +13,7 @@ fn racedar() -> Command {
 
 fn json(args: &[&str]) -> (Option<i32>, Value) {
     let out = racedar()
-        .args(["check", "--format", "json"])
+        .args(["check", "--format", "json", "--no-cache"])
         .args(args)
         .output()
         .expect("runs");
@@ -84,7 +84,7 @@ fn a_bad_database_is_an_input_error() {
     let db = dir.path().join("compile_commands.json");
     std::fs::write(&db, "{ not json").expect("write");
     let out = racedar()
-        .args(["check", "-p"])
+        .args(["check", "--no-cache", "-p"])
         .arg(&db)
         .output()
         .expect("runs");
@@ -146,7 +146,7 @@ fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
             // As pre-commit runs the hook: the staged C files as arguments.
             "#!/bin/sh\nfiles=$(git diff --cached --name-only --diff-filter=ACM -- '*.c')\n\
              [ -z \"$files\" ] && exit 0\n\
-             exec '{}' check -p compile_commands.json --changed --diff-base HEAD $files\n",
+             exec '{}' check --no-cache -p compile_commands.json --changed --diff-base HEAD $files\n",
             bin.display()
         ),
     )
@@ -214,4 +214,40 @@ fn link_conflicts_are_notes() {
         notes.contains("'y' declared with types of different sizes"),
         "{notes}"
     );
+}
+
+/// Preprocessed units are cached by content: a second run reuses the entries, and changing an
+/// included header invalidates them (the result follows the header).
+#[test]
+fn the_preprocessing_cache_follows_included_headers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let proj = dir.path().join("p");
+    let cache = dir.path().join("cache");
+    copy_dir(Path::new("tests/fixtures/project/racy"), &proj);
+    let run = || {
+        let out = racedar()
+            .env("RACEDAR_CACHE_DIR", &cache)
+            .args(["check", "--format", "json", "-p"])
+            .arg(proj.join("compile_commands.json"))
+            .output()
+            .expect("runs");
+        let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["races"][0]["location"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(run(), "counter");
+    let entries = || std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(entries(), 2);
+    assert_eq!(run(), "counter");
+    assert_eq!(entries(), 2, "a second run adds no entry");
+    let h = proj.join("include/counter.h");
+    let text = std::fs::read_to_string(&h).expect("header");
+    std::fs::write(
+        &h,
+        text.replace(
+            "#define COUNTER_H",
+            "#define COUNTER_H\n#define counter total",
+        ),
+    )
+    .expect("write");
+    assert_eq!(run(), "total");
 }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod layout;
 pub mod lower;
 pub mod parse;
+pub mod ppcache;
 pub mod preprocess;
 pub mod source_map;
 
@@ -81,10 +82,14 @@ pub fn load(
 /// preprocessed with its own options and directory, in parallel, then parsed and lowered in
 /// order (externals linked by name, `static` objects per unit).
 ///
+/// With `cache`, preprocessed units are reused from that directory while the source and every
+/// file it includes are unchanged (see [`ppcache`]).
+///
 /// Errors: as [`load`], for the first failing unit in database order.
 pub fn load_units(
     units: &[compdb::Unit],
     data_model: DataModel,
+    cache: Option<&std::path::Path>,
 ) -> Result<(Program, FrontendStats), FrontendError> {
     use rayon::prelude::*;
     use std::io::IsTerminal as _;
@@ -100,7 +105,17 @@ pub fn load_units(
     let pre: Vec<Result<preprocess::Preprocessed, FrontendError>> = units
         .par_iter()
         .map(|u| {
-            let mut pp = preprocess::preprocess_named(&u.path, &u.name, &u.preprocess)?;
+            let cached = cache.and_then(|d| ppcache::lookup(d, u));
+            let mut pp = match cached {
+                Some(pp) => pp,
+                None => {
+                    let pp = preprocess::preprocess_named(&u.path, &u.name, &u.preprocess)?;
+                    if let Some(d) = cache {
+                        ppcache::store(d, u, &pp);
+                    }
+                    pp
+                }
+            };
             pp.text = compdb::rename_markers(&pp.text, u.preprocess.cwd.as_deref());
             if let Some(b) = &bar {
                 b.inc(1);

@@ -1,0 +1,119 @@
+//! A cache of preprocessed translation units for projects (`-p`), keyed by content, as
+//! ccache's "direct mode": the key hashes the preprocessor command, its directory, the source
+//! path and the source bytes; an entry records every file the unit included (from its line
+//! markers) with the hash of its bytes, and is used only while all of them are unchanged.
+//!
+//! Entries are files `<key>.json` in the cache directory (`$RACEDAR_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/racedar/pp`, else `~/.cache/racedar/pp`). A missing, unreadable or stale
+//! entry is a miss; failing to write one is ignored (the cache only saves time).
+
+use super::compdb::Unit;
+use super::preprocess::Preprocessed;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    /// (absolute path, SHA-256 hex) of every included file.
+    deps: Vec<(PathBuf, String)>,
+    /// The preprocessed text.
+    text: String,
+}
+
+/// The cache directory, when one can be named.
+pub fn default_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("RACEDAR_CACHE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("racedar").join("pp"))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn file_hash(p: &Path) -> Option<String> {
+    std::fs::read(p).ok().map(|b| hex(&Sha256::digest(&b)))
+}
+
+/// The key of a unit: its preprocessing options, directory, path and source bytes.
+fn key(unit: &Unit) -> Option<String> {
+    let src = std::fs::read(&unit.path).ok()?;
+    let mut h = Sha256::new();
+    h.update(
+        format!(
+            "{:?}|{}|{}|",
+            unit.preprocess,
+            unit.path.display(),
+            unit.name
+        )
+        .as_bytes(),
+    );
+    h.update(std::env::var("CC").unwrap_or_default().as_bytes());
+    h.update(&src);
+    Some(hex(&h.finalize()))
+}
+
+/// The preprocessed unit from the cache in `dir`, if an entry is there and still valid.
+pub fn lookup(dir: &Path, unit: &Unit) -> Option<Preprocessed> {
+    let k = key(unit)?;
+    let text = std::fs::read_to_string(dir.join(format!("{k}.json"))).ok()?;
+    let e: Entry = serde_json::from_str(&text).ok()?;
+    let fresh = e
+        .deps
+        .iter()
+        .all(|(p, h)| file_hash(p).as_deref() == Some(h.as_str()));
+    fresh.then(|| Preprocessed {
+        path: unit.name.clone(),
+        text: e.text,
+    })
+}
+
+/// Stores a unit preprocessed in `cwd` (whose line markers still name files as the
+/// preprocessor saw them).
+pub fn store(dir: &Path, unit: &Unit, pp: &Preprocessed) {
+    let Some(k) = key(unit) else { return };
+    let cwd = unit.preprocess.cwd.clone().unwrap_or_default();
+    let mut deps: Vec<(PathBuf, String)> = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for line in pp.text.lines() {
+        let Some(rest) = line.strip_prefix("# ") else {
+            continue;
+        };
+        let (Some(open), true) = (
+            rest.find('"'),
+            rest.starts_with(|c: char| c.is_ascii_digit()),
+        ) else {
+            continue;
+        };
+        let Some(len) = rest[open + 1..].find('"') else {
+            continue;
+        };
+        let file = &rest[open + 1..open + 1 + len];
+        if file.starts_with('<') || !seen.insert(file.to_string()) {
+            continue;
+        }
+        let p = cwd.join(file);
+        match file_hash(&p) {
+            Some(h) => deps.push((p, h)),
+            None => return, // an include we cannot hash: do not cache
+        }
+    }
+    let entry = Entry {
+        deps,
+        text: pp.text.clone(),
+    };
+    if std::fs::create_dir_all(dir).is_ok()
+        && let Ok(json) = serde_json::to_string(&entry)
+    {
+        // Write then rename, so a concurrent reader never sees half an entry.
+        let tmp = dir.join(format!("{k}.{}.tmp", std::process::id()));
+        if std::fs::write(&tmp, json).is_ok() {
+            let _ = std::fs::rename(&tmp, dir.join(format!("{k}.json")));
+        }
+    }
+}
