@@ -83,6 +83,8 @@ pub struct Imprecision {
 pub struct Analysis<'p> {
     /// The program.
     pub program: &'p Program,
+    /// The roles of its functions (the concurrency model applied).
+    pub roles: &'p Roles,
     /// Thread-creation graph.
     pub graph: ThreadGraph,
     /// Lockset results.
@@ -144,7 +146,7 @@ fn run<'p, B: Backend<'p>>(
             blocks_race: true,
             blocks_no_race: true,
         });
-        return empty(program, imprecision, phases);
+        return empty(program, roles, imprecision, phases);
     };
     // The thread-modular fixpoint (seed 001 Algorithm 1): rounds of thread analyses until
     // the backend's results are stable.
@@ -255,6 +257,7 @@ fn run<'p, B: Backend<'p>>(
     let verdict = verdict(&mut races, &imprecision, opts.mode);
     Analysis {
         program,
+        roles,
         graph,
         locksets,
         races,
@@ -266,11 +269,13 @@ fn run<'p, B: Backend<'p>>(
 
 fn empty<'p>(
     program: &'p Program,
+    roles: &'p Roles,
     imprecision: Vec<Imprecision>,
     phases: Vec<Phase>,
 ) -> Analysis<'p> {
     Analysis {
         program,
+        roles,
         graph: ThreadGraph {
             threads: Vec::new(),
             graph: petgraph::graph::DiGraph::new(),

@@ -571,6 +571,25 @@ fn svcomp_runs_end_with_the_verdict_line_and_exit_zero() {
     );
 }
 
+/// `--explain` shows where a held lock was taken.
+#[test]
+fn explain_shows_where_locks_were_taken() {
+    let out = racedar()
+        .args([
+            "check",
+            "--explain",
+            "1",
+            "tests/fixtures/races/simple_lock.c",
+        ])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("locks surely held: m (taken at tests/fixtures/races/simple_lock.c:9:3)"),
+        "{text}"
+    );
+}
+
 /// `--explain` names a race by position or fingerprint prefix and prints both call chains,
 /// the create site, the locks and why the race is only possible; an unknown id is an error.
 #[test]

@@ -86,6 +86,11 @@ pub struct AccessReport {
     /// Where the accessing thread is created (`None` for `main`).
     #[serde(skip)]
     pub created_at: Option<Site>,
+    /// For locks of `lockset`, the lock call that took them, when found on the call chain
+    /// (the closest one before the access or the call leading to it, matched by the lock's
+    /// name).
+    #[serde(skip)]
+    pub lock_sites: Vec<(String, Site)>,
 }
 
 /// One reported race.
@@ -256,6 +261,53 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
         .map(|s| site_of(s.func, s.edge));
     let lockset = lock_names(p, &a.locksets.table, &x.locks.must);
     let may = lock_names(p, &a.locksets.table, &x.locks.may);
+    // Each function on the chain, with the line up to which its lock calls count.
+    let mut chain: Vec<(crate::ir::FuncId, u32)> = tc
+        .ctx(x.ctx)
+        .calls
+        .iter()
+        .map(|site| (site.func, site_of(site.func, site.edge).line))
+        .collect();
+    chain.push((x.func, x.loc.line));
+    let lock_sites = lockset
+        .iter()
+        .filter_map(|name| {
+            let bare = name.trim_end_matches(" (read)");
+            chain.iter().rev().find_map(|(f, upto)| {
+                let cfg = p.function(*f).body.as_ref()?;
+                cfg.edges
+                    .iter()
+                    .filter(|e| e.loc.line <= *upto)
+                    .filter(|e| match &e.op {
+                        crate::ir::Op::Call {
+                            callee: crate::ir::Callee::Direct(g),
+                            args,
+                            ..
+                        } => match a.roles.get(*g) {
+                            Some(crate::model::Role::Lock { lock, .. }) => {
+                                args.get(*lock).is_some_and(|arg| {
+                                    let t = expression_text(p, arg, p.function(*f));
+                                    t.trim_start_matches('&') == bare
+                                })
+                            }
+                            _ => false,
+                        },
+                        _ => false,
+                    })
+                    .max_by_key(|e| (e.loc.line, e.loc.col))
+                    .map(|e| {
+                        (
+                            name.clone(),
+                            Site {
+                                file: p.file_name(e.loc).to_string(),
+                                line: e.loc.line,
+                                column: e.loc.col,
+                            },
+                        )
+                    })
+            })
+        })
+        .collect();
     AccessReport {
         file: p.file_name(x.loc).to_string(),
         line: x.loc.line,
@@ -273,6 +325,7 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
         function: func.name.clone(),
         frames,
         created_at,
+        lock_sites,
     }
 }
 

@@ -2,8 +2,8 @@
 //! GitHub code scanning reads). The types come from the `serde-sarif` crate.
 //!
 //! One result per race: `locations[0]` is the first access, `relatedLocations` hold the other
-//! access (id 1) and the create statements of the two threads (ids 2 and 3), referenced from
-//! the message; one code flow holds a thread flow per access, from the thread's creation
+//! access (id 1, referenced from the message), the create statements of the two threads (ids 2
+//! and 3) and the lock calls that took the locks held (ids 4 on); one code flow holds a thread flow per access, from the thread's creation
 //! through the calls to the access. URIs are relative to the project root (`%SRCROOT%`) when
 //! the file is under it. `partialFingerprints` carry a line-independent racedar fingerprint
 //! (`racedar/v1`) and `primaryLocationLineHash` (a hash of the first access's source line and
@@ -213,6 +213,17 @@ fn result(
     for (id, a) in [(2, first), (3, second)] {
         if let Some(c) = &a.created_at {
             related.push(uris.location(c, Some(id), Some(format!("{} created here", a.thread))));
+        }
+    }
+    let mut next = 4;
+    for a in [first, second] {
+        for (lock, site) in &a.lock_sites {
+            related.push(uris.location(
+                site,
+                Some(next),
+                Some(format!("{lock} taken here by {}", a.thread)),
+            ));
+            next += 1;
         }
     }
     let mut flows = vec![thread_flow(uris, first)];

@@ -199,7 +199,14 @@ pub fn explain(race: &RaceReport) -> String {
         let held = if a.lockset.is_empty() {
             "none".to_string()
         } else {
-            a.lockset.join(", ")
+            a.lockset
+                .iter()
+                .map(|l| match a.lock_sites.iter().find(|(n, _)| n == l) {
+                    Some((_, s)) => format!("{l} (taken at {}:{}:{})", s.file, s.line, s.column),
+                    None => l.clone(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         let _ = writeln!(out, "  locks surely held: {held}");
         if let Some(m) = &a.may_lockset {
