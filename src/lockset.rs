@@ -85,6 +85,18 @@ pub struct LockFact {
     pending: SmallVec<[Pending; 1]>,
     /// Symbolic locks held on every path of the class ([`SymLock`]).
     sym: SmallSet<u32>,
+    /// Locks taken in write mode at some point of every path so far (a lock history: what
+    /// follows happens after that acquisition).
+    hist: SmallSet<LockId>,
+    /// Per child created so far, the write-mode locks held without a break since its create
+    /// statement (a child absent from the list was not created on these paths).
+    since: SmallVec<[(ThreadId, SmallSet<LockId>); 1]>,
+}
+
+/// Whether a lock may order threads through its history (a real lock, not the atomic-section
+/// or unknown one).
+fn orders(l: LockId) -> bool {
+    l != LockId::UNKNOWN && l != LockId::ATOMIC
 }
 
 /// A lock named by the expression that takes it rather than by its address: `lock(&O.m)`
@@ -180,30 +192,51 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     _p: std::marker::PhantomData<&'p ()>,
 }
 
-/// Whether some `pthread_mutexattr_settype` call of the program may set the recursive type
-/// (its type argument is not a constant other than `PTHREAD_MUTEX_RECURSIVE`, 1 in glibc and
-/// musl). Static initialisers of recursive mutexes (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`)
-/// are not recognised.
+/// Whether the program may make a mutex recursive: some `pthread_mutexattr_settype` call may
+/// set the recursive type (its type argument is not a constant other than
+/// `PTHREAD_MUTEX_RECURSIVE`, 1 in glibc and musl), or a static initialiser sets glibc's
+/// `__kind` field of a mutex to non-zero (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`; other
+/// kinds than recursive count too: they are rare and this keeps the check simple).
 fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
-    program
-        .functions
-        .iter()
-        .filter_map(|f| f.body.as_ref())
-        .flat_map(|cfg| cfg.edges.iter())
-        .any(|e| match &e.op {
-            Op::Call {
-                callee: Callee::Direct(g),
-                args,
-                ..
-            } => match roles.get(*g) {
-                Some(Role::MutexAttrSettype { kind, .. }) => args
-                    .get(*kind)
-                    .and_then(|k| crate::ir::visit::strip_casts(k).as_int())
-                    .is_none_or(|k| k == 1),
-                _ => false,
-            },
+    let static_kind = program.globals.iter().flat_map(|g| &g.init).any(|e| {
+        let named_kind = match e.proj.last() {
+            Some(Proj::Field { comp, index }) => {
+                program
+                    .types
+                    .comp(*comp)
+                    .fields
+                    .get(*index as usize)
+                    .and_then(|f| f.name.as_deref())
+                    == Some("__kind")
+            }
             _ => false,
-        })
+        };
+        named_kind
+            && match &e.value {
+                crate::ir::InitValue::Expr(x) => x.as_int() != Some(0),
+                crate::ir::InitValue::Str(_) => false,
+            }
+    });
+    static_kind
+        || program
+            .functions
+            .iter()
+            .filter_map(|f| f.body.as_ref())
+            .flat_map(|cfg| cfg.edges.iter())
+            .any(|e| match &e.op {
+                Op::Call {
+                    callee: Callee::Direct(g),
+                    args,
+                    ..
+                } => match roles.get(*g) {
+                    Some(Role::MutexAttrSettype { kind, .. }) => args
+                        .get(*kind)
+                        .and_then(|k| crate::ir::visit::strip_casts(k).as_int())
+                        .is_none_or(|k| k == 1),
+                    _ => false,
+                },
+                _ => false,
+            })
 }
 
 /// The symbolic lock a lock call's argument `&O.m` names, when `O` reads only locals of `func`
@@ -304,6 +337,70 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         f
     }
 
+    /// Lock histories: write-mode acquisitions join `hist`; a create statement starts the
+    /// child's `since` set from the write-mode locks held; a release (or a condition wait,
+    /// which releases its mutex for a while) ends them in every `since` set.
+    fn transfer_history(&self, at: At<'_>, edge: &Edge, before: &LockFact, out: &mut [LockFact]) {
+        let role = match &edge.op {
+            Op::Call {
+                callee: Callee::Direct(g),
+                ..
+            } => self.roles.get(*g),
+            _ => None,
+        };
+        let held_w = |f: &LockFact| -> SmallSet<LockId> {
+            let mut s = SmallSet::new();
+            for h in f.must.iter() {
+                if h.mode == LockMode::Write && orders(h.lock) {
+                    s.insert(h.lock);
+                }
+            }
+            s
+        };
+        let prev = held_w(before);
+        let func = self.tc.ctx(at.ctx).func;
+        let children: SmallVec<[ThreadId; 2]> = match role {
+            Some(Role::ThreadCreate { .. }) => self
+                .graph
+                .created_at(crate::context::CallSite {
+                    func,
+                    edge: at.edge,
+                })
+                .map(|t| t.id)
+                .collect(),
+            _ => SmallVec::new(),
+        };
+        let waits = matches!(role, Some(Role::CondWait { .. }));
+        for f in out.iter_mut() {
+            let now = held_w(f);
+            for l in now.iter() {
+                if !prev.contains(l) {
+                    f.hist.insert(*l);
+                }
+            }
+            if waits {
+                f.since.iter_mut().for_each(|(_, s)| *s = SmallSet::new());
+            } else {
+                for l in prev.iter() {
+                    if !now.contains(l) {
+                        f.since.iter_mut().for_each(|(_, s)| {
+                            s.remove(l);
+                        });
+                    }
+                }
+            }
+            for c in &children {
+                match f.since.iter_mut().find(|(x, _)| x == c) {
+                    Some((_, s)) => *s = s.intersection(&now),
+                    None => {
+                        f.since.push((*c, now.clone()));
+                        f.since.sort_by_key(|(x, _)| *x);
+                    }
+                }
+            }
+        }
+    }
+
     /// An unlock of `lock`: a possibly recursive mutex may stay held (locked more often than
     /// unlocked), so then it leaves only the must-lockset.
     fn unlock(&self, fact: &LockFact, lock: LockId) -> LockFact {
@@ -371,6 +468,16 @@ impl Merge for LockFact {
             m.must = m.must.intersection(&f.must);
             m.may = m.may.union(&f.may);
             m.sym = m.sym.intersection(&f.sym);
+            m.hist = m.hist.intersection(&f.hist);
+            for (c, s) in &f.since {
+                match m.since.iter_mut().find(|(x, _)| x == c) {
+                    Some((_, t)) => *t = t.intersection(s),
+                    None => {
+                        m.since.push((*c, s.clone()));
+                        m.since.sort_by_key(|(x, _)| *x);
+                    }
+                }
+            }
             for p in &f.pending {
                 m.may.insert(p.held);
             }
@@ -386,6 +493,16 @@ impl Merge for LockFact {
         self == o
             || (self.must.is_subset(&o.must)
                 && self.sym.is_subset(&o.sym)
+                && self.hist.is_subset(&o.hist)
+                && self.since.iter().all(|(c, s)| {
+                    o.since
+                        .iter()
+                        .find(|(x, _)| x == c)
+                        .is_none_or(|(_, t)| s.is_subset(t))
+                })
+                && o.since
+                    .iter()
+                    .all(|(c, _)| self.since.iter().any(|(x, _)| x == c))
                 && o.may.is_subset(&self.may)
                 && self.pending.is_empty()
                 && o.pending.iter().all(|p| self.may.contains(&p.held)))
@@ -404,6 +521,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         self.transfer_locks(at, edge, fact, out);
         let func = self.tc.ctx(at.ctx).func;
         self.transfer_sym(func, edge, &mut out[start..]);
+        self.transfer_history(at, edge, fact, &mut out[start..]);
     }
 
     fn call_entry(
@@ -824,6 +942,22 @@ pub struct LocksAt {
     pub may: SmallSet<Held>,
     /// Symbolic locks ([`SymLock`]) held on every path.
     pub sym: SmallSet<u32>,
+    /// Locks taken in write mode earlier on every path of the thread.
+    pub hist: SmallSet<LockId>,
+    /// Per child, the write-mode locks held without a break since its creation, on every path
+    /// that created it (children never created here are absent).
+    pub since: SmallVec<[(ThreadId, SmallSet<LockId>); 1]>,
+}
+
+impl LocksAt {
+    /// The locks held without a break since child `c` was created (empty when unknown).
+    pub fn since(&self, c: ThreadId) -> SmallSet<LockId> {
+        self.since
+            .iter()
+            .find(|(x, _)| *x == c)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default()
+    }
 }
 
 /// Lockset results of all threads.
@@ -885,12 +1019,28 @@ impl LocksetResult {
         let mut must = first.must.clone();
         let mut may = first.may.clone();
         let mut sym = first.sym.clone();
+        let mut hist = first.hist.clone();
+        let mut since = first.since.clone();
         for f in it {
             must = must.intersection(&f.must);
             may = may.union(&f.may);
             sym = sym.intersection(&f.sym);
+            hist = hist.intersection(&f.hist);
+            for (c, s) in &f.since {
+                match since.iter_mut().find(|(x, _)| x == c) {
+                    Some((_, t)) => *t = t.intersection(s),
+                    None => since.push((*c, s.clone())),
+                }
+            }
         }
-        Some(LocksAt { must, may, sym })
+        since.sort_by_key(|(x, _)| *x);
+        Some(LocksAt {
+            must,
+            may,
+            sym,
+            hist,
+            since,
+        })
     }
 
     /// Whether `node` of `ctx` is reachable in `thread`.
@@ -918,6 +1068,9 @@ pub struct Inherited {
     pub ancestral: SmallSet<Held>,
     /// Every lock the thread itself may ever hold.
     pub ever: SmallSet<Held>,
+    /// Locks its parent had taken in write mode on every path to the create statement (its
+    /// lock history at the creation).
+    pub creation_hist: SmallSet<LockId>,
 }
 
 impl LocksetResult {
@@ -945,15 +1098,21 @@ impl LocksetResult {
             let tc = graph.contexts(*parent);
             let mut must: Option<SmallSet<Held>> = None;
             let mut may = SmallSet::new();
+            let mut hist: Option<SmallSet<LockId>> = None;
             for c in tc.ids().filter(|c| tc.ctx(*c).func == site.func) {
                 if let Some(at) = self.at(*parent, c, node) {
                     must = Some(match must {
                         Some(m) => m.intersection(&at.must),
                         None => at.must.clone(),
                     });
+                    hist = Some(match hist {
+                        Some(h) => h.intersection(&at.hist),
+                        None => at.hist.clone(),
+                    });
                     may = may.union(&at.may);
                 }
             }
+            let creation_hist = hist.unwrap_or_default();
             let mut must = must.unwrap_or_default();
             must.retain(|h| h.lock != LockId::UNKNOWN);
             if !must.is_empty() {
@@ -1005,6 +1164,7 @@ impl LocksetResult {
                 may,
                 ancestral: SmallSet::new(),
                 ever: SmallSet::new(),
+                creation_hist,
             };
         }
         // Ancestral locks (parents before children: ids grow along discovery) and the locks

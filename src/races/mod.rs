@@ -420,6 +420,11 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         if protected || instance {
             return None;
         }
+        if ordered_by_lock_history(inp.inherited, tf, a, b)
+            || ordered_by_lock_history(inp.inherited, tf, b, a)
+        {
+            return None;
+        }
         if !mhp::may_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
             return None;
         }
@@ -462,6 +467,40 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         };
         Some((conf, reasons))
     }
+}
+
+/// Whether access `x`, of a unique thread P, happens before access `y` of a descendant T of P
+/// through a lock (`notes/racerf-goblint.md` §7; Goblint's mustlockHistory and
+/// descendantLockset): P holds `m` without a break from the creation of its child C (toward
+/// T) to `x`, while some thread from C down to T took `m` before the path to `y` went on (T's
+/// own lock history at `y`, or a creator's history at the create statement of the next
+/// thread). That acquisition waits until P releases `m`, which is after `x`.
+fn ordered_by_lock_history(
+    inherited: &[Inherited],
+    tf: &[mhp::ThreadFacts],
+    x: &Signature,
+    y: &Signature,
+) -> bool {
+    let (Some(cp), Some(ct)) = (
+        &tf[x.thread.0 as usize].ancestry,
+        &tf[y.thread.0 as usize].ancestry,
+    ) else {
+        return false;
+    };
+    if ct.len() <= cp.len() || !ct.starts_with(cp) || !tf[x.thread.0 as usize].unique {
+        return false;
+    }
+    let held = x.locks.since(ct[cp.len()]);
+    if held.is_empty() {
+        return false;
+    }
+    let mut taken = y.locks.hist.clone();
+    for t in &ct[cp.len() + 1..] {
+        if let Some(i) = inherited.get(t.0 as usize) {
+            taken = taken.union(&i.creation_hist);
+        }
+    }
+    held.iter().any(|l| taken.contains(l))
 }
 
 /// Whether each thread has its own instance of the object (a local, a `_Thread_local` global).
