@@ -29,7 +29,7 @@ use crate::ir::{
 use crate::model::{LockKind, LockMode, Role, Roles};
 use crate::threads::ThreadGraph;
 use racedar_domains::Merge;
-use racedar_domains::SmallSet;
+use racedar_domains::{BitSet, SmallSet};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -89,8 +89,56 @@ pub struct LockFact {
     /// follows happens after that acquisition).
     hist: SmallSet<LockId>,
     /// Per child created so far, the write-mode locks held without a break since its create
-    /// statement (a child absent from the list was not created on these paths).
+    /// statement, when there are some (a child in neither `since` nor `unheld` was not created
+    /// on these paths).
     since: SmallVec<[(ThreadId, SmallSet<LockId>); 1]>,
+    /// Children created so far with no write-mode lock held since.
+    unheld: BitSet<ThreadId>,
+}
+
+impl LockFact {
+    /// What the fact says of child `c`: `None` when it was not created on these paths (no
+    /// constraint), else the locks held since its creation.
+    fn since_of(&self, c: ThreadId) -> Option<SmallSet<LockId>> {
+        if self.unheld.contains(&c) {
+            return Some(SmallSet::new());
+        }
+        self.since
+            .iter()
+            .find(|(x, _)| *x == c)
+            .map(|(_, s)| s.clone())
+    }
+
+    /// Sets what the fact says of child `c` (an empty set moves it to `unheld`).
+    fn set_since(&mut self, c: ThreadId, s: SmallSet<LockId>) {
+        self.since.retain(|(x, _)| *x != c);
+        if s.is_empty() {
+            self.unheld.insert(c);
+        } else {
+            self.unheld.remove(&c);
+            self.since.push((c, s));
+            self.since.sort_by_key(|(x, _)| *x);
+        }
+    }
+
+    /// Ends lock `l` in every `since` set.
+    fn since_release(&mut self, l: &LockId) {
+        let mut emptied: SmallVec<[ThreadId; 2]> = SmallVec::new();
+        for (c, s) in self.since.iter_mut() {
+            s.remove(l);
+            if s.is_empty() {
+                emptied.push(*c);
+            }
+        }
+        for c in emptied {
+            self.set_since(c, SmallSet::new());
+        }
+    }
+
+    /// Every child the fact says something of.
+    fn since_children(&self) -> impl Iterator<Item = ThreadId> + '_ {
+        self.since.iter().map(|(c, _)| *c).chain(self.unheld.iter())
+    }
 }
 
 /// Whether a lock may order threads through its history (a real lock, not the atomic-section
@@ -357,6 +405,12 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             }
             s
         };
+        let waits = matches!(role, Some(Role::CondWait { .. }));
+        let creates = matches!(role, Some(Role::ThreadCreate { .. }));
+        // Most statements neither hold, take, release nor create anything.
+        if !waits && !creates && before.must.is_empty() && out.iter().all(|f| f.must.is_empty()) {
+            return;
+        }
         let prev = held_w(before);
         let func = self.tc.ctx(at.ctx).func;
         let children: SmallVec<[ThreadId; 2]> = match role {
@@ -370,7 +424,6 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 .collect(),
             _ => SmallVec::new(),
         };
-        let waits = matches!(role, Some(Role::CondWait { .. }));
         for f in out.iter_mut() {
             let now = held_w(f);
             for l in now.iter() {
@@ -379,24 +432,23 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 }
             }
             if waits {
-                f.since.iter_mut().for_each(|(_, s)| *s = SmallSet::new());
+                let all: SmallVec<[ThreadId; 2]> = f.since.iter().map(|(c, _)| *c).collect();
+                for c in all {
+                    f.set_since(c, SmallSet::new());
+                }
             } else {
                 for l in prev.iter() {
                     if !now.contains(l) {
-                        f.since.iter_mut().for_each(|(_, s)| {
-                            s.remove(l);
-                        });
+                        f.since_release(l);
                     }
                 }
             }
             for c in &children {
-                match f.since.iter_mut().find(|(x, _)| x == c) {
-                    Some((_, s)) => *s = s.intersection(&now),
-                    None => {
-                        f.since.push((*c, now.clone()));
-                        f.since.sort_by_key(|(x, _)| *x);
-                    }
-                }
+                let s = match f.since_of(*c) {
+                    Some(old) => old.intersection(&now),
+                    None => now.clone(),
+                };
+                f.set_since(*c, s);
             }
         }
     }
@@ -469,14 +521,14 @@ impl Merge for LockFact {
             m.may = m.may.union(&f.may);
             m.sym = m.sym.intersection(&f.sym);
             m.hist = m.hist.intersection(&f.hist);
-            for (c, s) in &f.since {
-                match m.since.iter_mut().find(|(x, _)| x == c) {
-                    Some((_, t)) => *t = t.intersection(s),
-                    None => {
-                        m.since.push((*c, s.clone()));
-                        m.since.sort_by_key(|(x, _)| *x);
-                    }
-                }
+            let children: SmallVec<[ThreadId; 4]> = f.since_children().collect();
+            for c in children {
+                let theirs = f.since_of(c).unwrap_or_default();
+                let merged = match m.since_of(c) {
+                    Some(ours) => ours.intersection(&theirs),
+                    None => theirs,
+                };
+                m.set_since(c, merged);
             }
             for p in &f.pending {
                 m.may.insert(p.held);
@@ -494,15 +546,11 @@ impl Merge for LockFact {
             || (self.must.is_subset(&o.must)
                 && self.sym.is_subset(&o.sym)
                 && self.hist.is_subset(&o.hist)
-                && self.since.iter().all(|(c, s)| {
-                    o.since
-                        .iter()
-                        .find(|(x, _)| x == c)
-                        .is_none_or(|(_, t)| s.is_subset(t))
-                })
-                && o.since
-                    .iter()
-                    .all(|(c, _)| self.since.iter().any(|(x, _)| x == c))
+                && o.since_children()
+                    .all(|c| match (self.since_of(c), o.since_of(c)) {
+                        (Some(a), Some(b)) => a.is_subset(&b),
+                        _ => false,
+                    })
                 && o.may.is_subset(&self.may)
                 && self.pending.is_empty()
                 && o.pending.iter().all(|p| self.may.contains(&p.held)))
@@ -1020,20 +1068,24 @@ impl LocksetResult {
         let mut may = first.may.clone();
         let mut sym = first.sym.clone();
         let mut hist = first.hist.clone();
-        let mut since = first.since.clone();
+        let mut acc = first.clone();
         for f in it {
             must = must.intersection(&f.must);
             may = may.union(&f.may);
             sym = sym.intersection(&f.sym);
             hist = hist.intersection(&f.hist);
-            for (c, s) in &f.since {
-                match since.iter_mut().find(|(x, _)| x == c) {
-                    Some((_, t)) => *t = t.intersection(s),
-                    None => since.push((*c, s.clone())),
-                }
+            let children: SmallVec<[ThreadId; 4]> = f.since_children().collect();
+            for c in children {
+                let theirs = f.since_of(c).unwrap_or_default();
+                let merged = match acc.since_of(c) {
+                    Some(ours) => ours.intersection(&theirs),
+                    None => theirs,
+                };
+                acc.set_since(c, merged);
             }
         }
-        since.sort_by_key(|(x, _)| *x);
+        // Children with nothing held since are left out: `since()` answers empty for them.
+        let since = acc.since;
         Some(LocksAt {
             must,
             may,

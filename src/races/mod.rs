@@ -481,6 +481,9 @@ fn ordered_by_lock_history(
     x: &Signature,
     y: &Signature,
 ) -> bool {
+    if x.locks.since.is_empty() {
+        return false;
+    }
     let (Some(cp), Some(ct)) = (
         &tf[x.thread.0 as usize].ancestry,
         &tf[y.thread.0 as usize].ancestry,

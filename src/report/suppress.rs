@@ -62,18 +62,29 @@ fn line_ignores(line: &str) -> Option<String> {
     })
 }
 
+/// A source file of a report, read once: its lines and whether it is ignored as a whole.
+struct Source {
+    lines: Vec<String>,
+    ignore_file: bool,
+}
+
 /// The source files of a report, read once.
 #[derive(Default)]
 struct Files {
-    text: BTreeMap<String, Option<String>>,
+    text: BTreeMap<String, Option<Source>>,
 }
 
 impl Files {
-    fn get(&mut self, file: &str) -> Option<&str> {
+    fn get(&mut self, file: &str) -> Option<&Source> {
         self.text
             .entry(file.to_string())
-            .or_insert_with(|| std::fs::read_to_string(file).ok())
-            .as_deref()
+            .or_insert_with(|| {
+                std::fs::read_to_string(file).ok().map(|t| Source {
+                    ignore_file: t.contains("racedar-ignore-file"),
+                    lines: t.lines().map(str::to_string).collect(),
+                })
+            })
+            .as_ref()
     }
 }
 
@@ -128,10 +139,10 @@ pub fn apply(report: &mut Report, baseline: Option<&Baseline>) {
 
 fn in_source(files: &mut Files, race: &RaceReport) -> Option<Suppressed> {
     for a in &race.accesses {
-        let Some(text) = files.get(&a.file) else {
+        let Some(src) = files.get(&a.file) else {
             continue;
         };
-        if text.contains("racedar-ignore-file") {
+        if src.ignore_file {
             return Some(Suppressed {
                 kind: "inSource",
                 justification: format!("racedar-ignore-file in {}", a.file),
@@ -139,8 +150,8 @@ fn in_source(files: &mut Files, race: &RaceReport) -> Option<Suppressed> {
         }
         let line = (a.line as usize)
             .checked_sub(1)
-            .and_then(|i| text.lines().nth(i));
-        if let Some(reason) = line.and_then(line_ignores) {
+            .and_then(|i| src.lines.get(i));
+        if let Some(reason) = line.and_then(|l| line_ignores(l)) {
             return Some(Suppressed {
                 kind: "inSource",
                 justification: reason,
