@@ -27,10 +27,11 @@ use crate::backend::{
 use crate::context::{FnCtxId, ThreadId};
 use crate::ir::types::{CompId, TypeKind, TypeTable};
 use crate::ir::{EdgeId, FuncId, Host, Loc, Program};
-use crate::lockset::{Inherited, LocksAt, LocksetResult, sets_exclude, sets_may_share};
+use crate::lockset::{Held, Inherited, LocksAt, LocksetResult, sets_exclude, sets_may_share};
 use crate::mhp::{self, ActiveAt, MhpResult, Point, ThreadFacts};
 use crate::threads::ThreadGraph;
 use escape::Escape;
+use racedar_domains::SmallSet;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 use std::collections::BTreeMap;
@@ -216,6 +217,7 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
         inp,
         checks: 0,
         truncated: false,
+        held: held_for_life(inp.graph, inp.inherited, inp.thread_facts),
     };
     let mut by_loc: BTreeMap<LocKey, LocRaces> = BTreeMap::new();
     for (base, ks) in &by_base {
@@ -375,6 +377,48 @@ struct Checker<'a, 'b, 'p, B: Backend<'p>> {
     inp: &'a Inputs<'b, 'p, B>,
     checks: u64,
     truncated: bool,
+    /// Per thread, the locks ancestors hold for its whole life (see [`held_for_life`]).
+    held: Vec<Holders>,
+}
+
+/// Locks held for a thread's whole life, with the thread holding them.
+type Holders = SmallVec<[(ThreadId, SmallSet<Held>); 1]>;
+
+/// Per thread T, the locks some thread H holds during T's whole life: its parent's inherited
+/// locks, and those an ancestor H holds for the whole life of its child C on T's chain when
+/// every thread from C down to T ends before its parent does (each is joined, it does not
+/// outlive its parent), so T lives inside C's life, inside H's critical section.
+fn held_for_life(
+    graph: &ThreadGraph,
+    inherited: &[Inherited],
+    tf: &[mhp::ThreadFacts],
+) -> Vec<Holders> {
+    graph
+        .threads
+        .iter()
+        .map(|t| {
+            let mut out: Holders = SmallVec::new();
+            let Some(chain) = &tf[t.id.0 as usize].ancestry else {
+                return out;
+            };
+            // Walk up from T while each thread ends before its parent.
+            for i in (1..chain.len()).rev() {
+                let (parent, child) = (chain[i - 1], chain[i]);
+                let inh = &inherited[child.0 as usize].must;
+                if !inh.is_empty() {
+                    out.push((parent, inh.clone()));
+                }
+                let outlives = tf[parent.0 as usize]
+                    .outliving
+                    .as_ref()
+                    .is_none_or(|o| o.contains(&child));
+                if outlives {
+                    break;
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
@@ -415,6 +459,24 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             || (parent(b.thread) != Some(a.thread) && sets_exclude(&a.locks.must, &inh_b.must))
             || (parent(a.thread) != Some(b.thread) && sets_exclude(&b.locks.must, &inh_a.must))
             || (parent(a.thread) != parent(b.thread) && sets_exclude(&inh_a.must, &inh_b.must));
+        // Locks ancestors hold for the threads' whole lives: a thread holding one at its
+        // access, or two different holders, exclude each other.
+        let (held_a, held_b) = (
+            &self.held[a.thread.0 as usize],
+            &self.held[b.thread.0 as usize],
+        );
+        let protected = protected
+            || held_b
+                .iter()
+                .any(|(h, l)| *h != a.thread && sets_exclude(&a.locks.must, l))
+            || held_a
+                .iter()
+                .any(|(h, l)| *h != b.thread && sets_exclude(&b.locks.must, l))
+            || held_a.iter().any(|(ha, la)| {
+                held_b
+                    .iter()
+                    .any(|(hb, lb)| ha != hb && sets_exclude(la, lb))
+            });
         // The same bytes are in the same instance, whose lock both hold.
         let instance = a.inst_locks.iter().any(|l| b.inst_locks.contains(l));
         if protected || instance {
