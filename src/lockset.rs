@@ -91,7 +91,7 @@ pub struct LockFact {
     /// Per child created so far, the write-mode locks held without a break since its create
     /// statement, when there are some (a child in neither `since` nor `unheld` was not created
     /// on these paths).
-    since: SmallVec<[(ThreadId, SmallSet<LockId>); 1]>,
+    since: SinceSets,
     /// Children created so far with no write-mode lock held since.
     unheld: BitSet<ThreadId>,
 }
@@ -140,6 +140,9 @@ impl LockFact {
         self.since.iter().map(|(c, _)| *c).chain(self.unheld.iter())
     }
 }
+
+/// Per child, a set of locks (`since` sets of lock histories).
+pub type SinceSets = SmallVec<[(ThreadId, SmallSet<LockId>); 1]>;
 
 /// Whether a lock may order threads through its history (a real lock, not the atomic-section
 /// or unknown one).
@@ -994,7 +997,7 @@ pub struct LocksAt {
     pub hist: SmallSet<LockId>,
     /// Per child, the write-mode locks held without a break since its creation, on every path
     /// that created it (children never created here are absent).
-    pub since: SmallVec<[(ThreadId, SmallSet<LockId>); 1]>,
+    pub since: SinceSets,
 }
 
 impl LocksAt {
@@ -1123,6 +1126,9 @@ pub struct Inherited {
     /// Locks its parent had taken in write mode on every path to the create statement (its
     /// lock history at the creation).
     pub creation_hist: SmallSet<LockId>,
+    /// For earlier siblings, the write-mode locks the parent held without a break from the
+    /// sibling's creation to this thread's.
+    pub creation_since: SinceSets,
 }
 
 impl LocksetResult {
@@ -1151,8 +1157,20 @@ impl LocksetResult {
             let mut must: Option<SmallSet<Held>> = None;
             let mut may = SmallSet::new();
             let mut hist: Option<SmallSet<LockId>> = None;
+            let mut creation_since: Option<SinceSets> = None;
             for c in tc.ids().filter(|c| tc.ctx(*c).func == site.func) {
                 if let Some(at) = self.at(*parent, c, node) {
+                    creation_since = Some(match creation_since {
+                        // A sibling counts only when every context says so.
+                        Some(prev) => prev
+                            .into_iter()
+                            .filter_map(|(x, s)| {
+                                let t = at.since(x).intersection(&s);
+                                (!t.is_empty()).then_some((x, t))
+                            })
+                            .collect(),
+                        None => at.since.clone(),
+                    });
                     must = Some(match must {
                         Some(m) => m.intersection(&at.must),
                         None => at.must.clone(),
@@ -1165,6 +1183,7 @@ impl LocksetResult {
                 }
             }
             let creation_hist = hist.unwrap_or_default();
+            let creation_since = creation_since.unwrap_or_default();
             let mut must = must.unwrap_or_default();
             must.retain(|h| h.lock != LockId::UNKNOWN);
             if !must.is_empty() {
@@ -1217,6 +1236,7 @@ impl LocksetResult {
                 ancestral: SmallSet::new(),
                 ever: SmallSet::new(),
                 creation_hist,
+                creation_since,
             };
         }
         // Ancestral locks (parents before children: ids grow along discovery) and the locks

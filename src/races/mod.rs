@@ -422,6 +422,48 @@ fn held_for_life(
 }
 
 impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
+    /// Whether access `x` happens after `y`, of threads in the subtrees of two children C1
+    /// (toward `x`) and C2 (toward `y`) of a unique thread P: P holds `m` without a break from
+    /// C1's creation to C2's, and for the whole life of C2, inside which `y`'s thread lives;
+    /// `x`'s side took `m` after C1's creation and before `x`, so after P released it, after
+    /// `y`'s thread ended.
+    fn sibling_inside_critical_section(&self, x: &Signature, y: &Signature) -> bool {
+        let tf = self.inp.thread_facts;
+        let (Some(cx), Some(cy)) = (
+            &tf[x.thread.0 as usize].ancestry,
+            &tf[y.thread.0 as usize].ancestry,
+        ) else {
+            return false;
+        };
+        let k = cx.iter().zip(cy).take_while(|(a, b)| a == b).count();
+        if k == 0 || cx.len() <= k || cy.len() <= k {
+            return false;
+        }
+        let (p, c1, c2) = (cx[k - 1], cx[k], cy[k]);
+        if !tf[p.0 as usize].unique {
+            return false;
+        }
+        let inherited = self.inp.inherited;
+        let Some(from_c1) = inherited
+            .get(c2.0 as usize)
+            .and_then(|i| i.creation_since.iter().find(|(s, _)| *s == c1))
+            .map(|(_, l)| l)
+        else {
+            return false;
+        };
+        let mut taken = x.locks.hist.clone();
+        for t in &cx[k + 1..] {
+            if let Some(i) = inherited.get(t.0 as usize) {
+                taken = taken.union(&i.creation_hist);
+            }
+        }
+        self.held[y.thread.0 as usize]
+            .iter()
+            .filter(|(h, _)| *h == p)
+            .flat_map(|(_, l)| l.iter())
+            .any(|h| from_c1.contains(&h.lock) && taken.contains(&h.lock))
+    }
+
     /// Classifies a pair of signatures: `None` when they cannot race.
     fn check(&mut self, a: &Signature, b: &Signature) -> Option<(Confidence, Reasons)> {
         if self.checks >= MAX_PAIR_CHECKS {
@@ -484,6 +526,8 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         }
         if ordered_by_lock_history(inp.inherited, tf, a, b)
             || ordered_by_lock_history(inp.inherited, tf, b, a)
+            || self.sibling_inside_critical_section(a, b)
+            || self.sibling_inside_critical_section(b, a)
         {
             return None;
         }
