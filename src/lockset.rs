@@ -293,6 +293,8 @@ fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
 /// The symbolic lock a lock call's argument `&O.m` names, when `O` reads only locals of `func`
 /// whose address is never taken (nothing but `func` itself can change them).
 fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
+    let expanded = local_alias(program, func, arg);
+    let arg = expanded.as_ref().unwrap_or(arg);
     let ExprKind::AddrOf(lv) = &crate::ir::visit::strip_casts(arg).kind else {
         return None;
     };
@@ -341,6 +343,75 @@ fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
         lock_off: field.offset,
         deps,
     })
+}
+
+/// The address a pointer local stands for: for `e` a load of a local `p` of `func` whose
+/// address is never taken, written exactly once, by `p = &O.f` where `O` reads only locals
+/// that are themselves written at most once and never through pointers, that address
+/// expression (so `m = &s->mutex; lock(m)` names the lock `s->mutex`). `None` otherwise.
+pub fn local_alias(program: &Program, func: FuncId, e: &Expr) -> Option<Expr> {
+    let ExprKind::Load(lv) = &crate::ir::visit::strip_casts(e).kind else {
+        return None;
+    };
+    let (Host::Var(Var::Local(p)), true) = (&lv.host, lv.proj.is_empty()) else {
+        return None;
+    };
+    let cfg = program.function(func).body.as_ref()?;
+    let mut writes: FxHashMap<LocalId, usize> = FxHashMap::default();
+    let mut def: Option<&Expr> = None;
+    let mut taken: FxHashSet<LocalId> = FxHashSet::default();
+    crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
+        taken.insert(l);
+    });
+    for edge in &cfg.edges {
+        let written = match &edge.op {
+            Op::Assign { lhs, rhs } => {
+                if lhs.host == Host::Var(Var::Local(*p)) && lhs.proj.is_empty() {
+                    def = Some(rhs);
+                }
+                Some(lhs)
+            }
+            Op::Call { dest: Some(d), .. } => Some(d),
+            Op::Asm { outputs, .. } => {
+                // Inline assembly may write its outputs any number of times.
+                for o in outputs {
+                    if let Host::Var(Var::Local(l)) = o.host {
+                        *writes.entry(l).or_default() += 2;
+                    }
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(Lval {
+            host: Host::Var(Var::Local(l)),
+            ..
+        }) = written
+        {
+            *writes.entry(*l).or_default() += 1;
+        }
+    }
+    if taken.contains(p) || writes.get(p) != Some(&1) {
+        return None;
+    }
+    let rhs = crate::ir::visit::strip_casts(def?);
+    let ExprKind::AddrOf(target) = &rhs.kind else {
+        return None;
+    };
+    if !matches!(target.proj.last(), Some(Proj::Field { .. })) {
+        return None;
+    }
+    let mut ok = true;
+    crate::ir::visit::walk_lval(target, &mut |x| {
+        if let ExprKind::Load(inner) = &x.kind {
+            match (&inner.host, inner.proj.is_empty()) {
+                (Host::Var(Var::Local(l)), true)
+                    if !taken.contains(l) && writes.get(l).copied().unwrap_or(0) <= 1 => {}
+                _ => ok = false,
+            }
+        }
+    });
+    ok.then(|| rhs.clone())
 }
 
 /// Lock candidates of a pointer argument: `None` when unknown.

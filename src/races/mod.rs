@@ -714,6 +714,22 @@ fn instance_locks(
     let AccessSite::Lval(lv) = mem.site else {
         return out;
     };
+    // `*d` with `d = &O.f` (a single-definition alias) is the lvalue `O.f`.
+    let expanded = match &lv.host {
+        crate::ir::Host::Deref(p) => {
+            crate::lockset::local_alias(program, func, p).and_then(|e| match e.kind {
+                crate::ir::ExprKind::AddrOf(target) => {
+                    let mut t = *target;
+                    t.proj.extend(lv.proj.iter().cloned());
+                    t.ty = lv.ty;
+                    Some(t)
+                }
+                _ => None,
+            })
+        }
+        _ => None,
+    };
+    let lv = expanded.as_ref().unwrap_or(lv);
     for id in locks.sym.iter() {
         let Some(s) = table.sym(*id) else { continue };
         if s.func != func || lv.proj.len() <= s.proj_len {
