@@ -228,6 +228,7 @@ fn run<'p, B: Backend<'p>>(
             .contains(&child)
         });
     let escape = Escape::compute(program, roles);
+    let private = races::private::private_allocations(program, roles, &graph);
     let races = races::detect(&races::Inputs {
         program,
         backend: &backend,
@@ -237,6 +238,7 @@ fn run<'p, B: Backend<'p>>(
         mhp: &mhp,
         thread_facts: &thread_facts,
         escape: &escape,
+        private: &private,
     });
     phases.push(Phase::new("races", t.elapsed()));
     if races.truncated {

@@ -20,6 +20,7 @@
 //!    one may entry with the rest.
 
 pub mod escape;
+pub mod private;
 
 use crate::backend::{
     AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Target, TypeClass,
@@ -112,6 +113,8 @@ pub struct Inputs<'a, 'p, B: Backend<'p>> {
     pub thread_facts: &'a [ThreadFacts],
     /// Escaped variables.
     pub escape: &'a Escape,
+    /// Allocation statements whose objects each belong to one thread ([`private`]).
+    pub private: &'a FxHashSet<(FuncId, crate::ir::EdgeId)>,
 }
 
 /// The classes of sub-objects of each struct/union (for matching typed accesses).
@@ -488,6 +491,11 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
                 return None;
             }
             if per_thread(inp.program, &x.base) && a.direct && b.direct {
+                return None;
+            }
+            if let Base::Heap { func, edge, .. } = x.base
+                && inp.private.contains(&(func, edge))
+            {
                 return None;
             }
         }

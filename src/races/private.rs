@@ -1,0 +1,447 @@
+//! Thread-private allocations: the "one work item per thread" pattern
+//!
+//! ```c
+//! for (...) { struct job *j = malloc(sizeof *j); j->x = ...; pthread_create(&t, 0, work, j); }
+//! void *work(void *arg) { struct job *j = arg; use(j->x); free(j); }
+//! ```
+//!
+//! Each object of such an allocation site is touched by the creating code between the
+//! allocation and the create statement of the same iteration, then only by the one thread
+//! instance it was passed to. Accesses to these objects never race: two thread instances have
+//! different objects, and the creator's accesses come before the creation of the instance
+//! owning the object (and touch none of the earlier instances' objects).
+//!
+//! The rule is syntactic, so it does not depend on the precision of points-to sets: the pointer
+//! must never be stored, passed to another function or used after the create statement in the
+//! creator, and in the thread's entry function the parameter (or one local copy of it) may
+//! only be dereferenced, tested or freed. Peeled copies of the loop (same source location) are
+//! allocation/create pairs of their own.
+
+use crate::ir::visit::{op_exprs, strip_casts, walk_expr};
+use crate::ir::{
+    Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
+};
+use crate::model::{Role, Roles};
+use crate::threads::ThreadGraph;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+/// The allocation statements (function, edge) whose objects are private to one thread each.
+pub fn private_allocations(
+    program: &Program,
+    roles: &Roles,
+    graph: &ThreadGraph,
+) -> FxHashSet<(FuncId, EdgeId)> {
+    let mut out = FxHashSet::default();
+    for (fi, f) in program.functions.iter().enumerate() {
+        let func = FuncId(fi as u32);
+        let Some(cfg) = &f.body else { continue };
+        let mut taken = FxHashSet::default();
+        crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
+            taken.insert(l);
+        });
+        // Allocations into a plain local, by local: the allocation call itself, or the copy
+        // `t = (T *)tmp` of a temporary that only receives the allocation. Each entry is
+        // (defining edge, allocation edge).
+        let mut direct: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
+        for (i, e) in cfg.edges.iter().enumerate() {
+            if let Op::Call {
+                callee: Callee::Direct(g),
+                dest: Some(d),
+                ..
+            } = &e.op
+                && matches!(roles.get(*g), Some(Role::Alloc))
+                && let Some(l) = whole_local(d)
+            {
+                direct.entry(l).or_default().push(EdgeId(i as u32));
+            }
+        }
+        let mut allocs: FxHashMap<LocalId, Vec<(EdgeId, EdgeId)>> = FxHashMap::default();
+        for (tmp, defs) in &direct {
+            // Uses of `tmp`: a single copy per allocation copy, into one local.
+            let uses: Vec<(EdgeId, LocalId)> = cfg
+                .edges
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| mentions(&e.op, *tmp) && !writes_local(&e.op, *tmp))
+                .filter_map(|(i, e)| match &e.op {
+                    Op::Assign { lhs, rhs }
+                        if matches!(&strip_casts(rhs).kind, ExprKind::Load(x)
+                            if host_is(x, *tmp) && x.proj.is_empty()) =>
+                    {
+                        whole_local(lhs).map(|t| (EdgeId(i as u32), t))
+                    }
+                    _ => Some((EdgeId(u32::MAX), *tmp)),
+                })
+                .collect();
+            let copies_only = !uses.is_empty()
+                && uses.iter().all(|(e, t)| e.0 != u32::MAX && *t == uses[0].1)
+                && defs.len() == uses.len();
+            if copies_only {
+                // Pair each copy with the allocation of the same peeled copy.
+                let mut pairs = Vec::new();
+                for (c, _) in &uses {
+                    let peel = cfg.edge(*c).peel;
+                    if let Some(a) = defs.iter().find(|a| cfg.edge(**a).peel == peel) {
+                        pairs.push((*c, *a));
+                    }
+                }
+                if pairs.len() == uses.len() && !taken.contains(tmp) {
+                    allocs.entry(uses[0].1).or_default().extend(pairs);
+                }
+            } else {
+                allocs
+                    .entry(*tmp)
+                    .or_default()
+                    .extend(defs.iter().map(|a| (*a, *a)));
+            }
+        }
+        for (t, def_pairs) in allocs {
+            if taken.contains(&t) {
+                continue;
+            }
+            let alloc_edges: Vec<EdgeId> = def_pairs.iter().map(|(d, _)| *d).collect();
+            // Every write of `t` is one of these allocations.
+            let other_write =
+                cfg.edges.iter().enumerate().any(|(i, e)| {
+                    writes_local(&e.op, t) && !alloc_edges.contains(&EdgeId(i as u32))
+                });
+            if other_write {
+                continue;
+            }
+            // Creates passing `t`, each paired with the allocation of the same copy.
+            let creates: Vec<(EdgeId, Option<usize>)> = cfg
+                .edges
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| create_arg_local(roles, &e.op).map(|a| (i, e, a)))
+                .filter(|(_, _, a)| a.0 == t)
+                .map(|(i, _, a)| (EdgeId(i as u32), Some(a.1)))
+                .collect();
+            if creates.is_empty() {
+                continue;
+            }
+            let mut pairs = Vec::new();
+            for a in &alloc_edges {
+                let peel = cfg.edge(*a).peel;
+                let same: Vec<EdgeId> = creates
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .filter(|c| cfg.edge(*c).peel == peel)
+                    .collect();
+                let [s] = same.as_slice() else {
+                    pairs.clear();
+                    break;
+                };
+                pairs.push((*a, *s));
+            }
+            // Every create is paired, and none runs twice for one allocation.
+            let paired_all = creates
+                .iter()
+                .all(|(c, _)| pairs.iter().any(|(_, s)| s == c));
+            let once = pairs
+                .iter()
+                .all(|(a, s)| !reaches_avoiding(cfg, cfg.edge(*s).dst, cfg.edge(*s).src, *a));
+            if pairs.len() != alloc_edges.len() || !paired_all || !once {
+                continue;
+            }
+            // Uses of `t` other than the creates: dereferences or tests between an allocation
+            // and its create statement.
+            let creates_set: FxHashSet<EdgeId> = creates.iter().map(|(c, _)| *c).collect();
+            let ok = cfg.edges.iter().enumerate().all(|(i, e)| {
+                let id = EdgeId(i as u32);
+                if creates_set.contains(&id) {
+                    return create_passes_only_arg(roles, &e.op, t);
+                }
+                let uses = mentions(&e.op, t);
+                if !uses {
+                    return true;
+                }
+                if alloc_edges.contains(&id) {
+                    return !reads_local_outside_deref(&e.op, t);
+                }
+                !reads_local_outside_deref(&e.op, t)
+                    && pairs.iter().any(|(a, s)| between(cfg, *a, *s, e.src))
+            });
+            if !ok {
+                continue;
+            }
+            // The threads of the creates keep their parameter to themselves.
+            let entries_ok = creates.iter().all(|(c, _)| {
+                graph
+                    .created_at(crate::context::CallSite { func, edge: *c })
+                    .all(|th| param_stays_private(program, roles, th.entry))
+            });
+            if entries_ok {
+                out.extend(def_pairs.iter().map(|(_, a)| (func, *a)));
+            }
+        }
+    }
+    out
+}
+
+fn whole_local(lv: &Lval) -> Option<LocalId> {
+    match lv.host {
+        Host::Var(Var::Local(l)) if lv.proj.is_empty() => Some(l),
+        _ => None,
+    }
+}
+
+fn writes_local(op: &Op, l: LocalId) -> bool {
+    match op {
+        Op::Assign { lhs, .. } => whole_local(lhs) == Some(l) || host_is(lhs, l),
+        Op::Call { dest: Some(d), .. } => whole_local(d) == Some(l) || host_is(d, l),
+        Op::Asm { outputs, .. } => outputs.iter().any(|o| host_is(o, l)),
+        _ => false,
+    }
+}
+
+fn host_is(lv: &Lval, l: LocalId) -> bool {
+    lv.host == Host::Var(Var::Local(l))
+}
+
+/// The local passed as a create's thread argument, with the argument position.
+fn create_arg_local(roles: &Roles, op: &Op) -> Option<(LocalId, usize)> {
+    let Op::Call {
+        callee: Callee::Direct(g),
+        args,
+        ..
+    } = op
+    else {
+        return None;
+    };
+    let Some(Role::ThreadCreate { arg, .. }) = roles.get(*g) else {
+        return None;
+    };
+    let a = args.get(*arg)?;
+    match &strip_casts(a).kind {
+        ExprKind::Load(lv) => whole_local(lv).map(|l| (l, *arg)),
+        _ => None,
+    }
+}
+
+/// Whether a create mentions `t` only as its thread argument.
+fn create_passes_only_arg(roles: &Roles, op: &Op, t: LocalId) -> bool {
+    let Op::Call {
+        callee: Callee::Direct(g),
+        args,
+        dest,
+    } = op
+    else {
+        return false;
+    };
+    let Some(Role::ThreadCreate { arg, .. }) = roles.get(*g) else {
+        return false;
+    };
+    dest.as_ref().is_none_or(|d| !lval_mentions(d, t))
+        && args
+            .iter()
+            .enumerate()
+            .all(|(i, a)| i == *arg || !expr_mentions(a, t))
+}
+
+fn expr_mentions(e: &Expr, t: LocalId) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind
+            && host_is(lv, t)
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+fn lval_mentions(lv: &Lval, t: LocalId) -> bool {
+    if host_is(lv, t) {
+        return true;
+    }
+    let mut found = false;
+    crate::ir::visit::walk_lval(lv, &mut |e| found |= expr_mentions(e, t));
+    found
+}
+
+fn mentions(op: &Op, t: LocalId) -> bool {
+    let mut found = writes_local(op, t);
+    op_exprs(op, &mut |x| {
+        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind
+            && host_is(lv, t)
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Whether `op` reads the value of `t` other than as the pointer of a dereference (`*t`,
+/// `t->f`, `t[k]`) or in a branch condition.
+fn reads_local_outside_deref(op: &Op, t: LocalId) -> bool {
+    if matches!(op, Op::Assume { .. }) {
+        return false;
+    }
+    // Count loads of `t`, and those that are a dereference's pointer.
+    let mut loads = 0usize;
+    let mut derefs = 0usize;
+    let mut count_deref = |lv: &Lval| {
+        if let Host::Deref(p) = &lv.host {
+            let base = match &strip_casts(p).kind {
+                ExprKind::Binary(crate::ir::BinOp::PtrAdd, a, _) => strip_casts(a),
+                _ => strip_casts(p),
+            };
+            if let ExprKind::Load(x) = &base.kind
+                && host_is(x, t)
+                && x.proj.is_empty()
+            {
+                derefs += 1;
+            }
+        }
+    };
+    match op {
+        Op::Assign { lhs, .. } => count_deref(lhs),
+        Op::Call { dest: Some(d), .. } => count_deref(d),
+        _ => {}
+    }
+    let mut escapes = false;
+    op_exprs(op, &mut |x| match &x.kind {
+        ExprKind::Load(lv) if host_is(lv, t) => loads += 1,
+        ExprKind::Load(lv) => count_deref(lv),
+        // `&t` or `&t->f`: an address into the object (or of the pointer) leaves.
+        ExprKind::AddrOf(lv) if host_is(lv, t) || lval_mentions(lv, t) => escapes = true,
+        _ => {}
+    });
+    if escapes {
+        return true;
+    }
+    // Calls may not receive `t` at all (even dereferenced values are fine: they are copies).
+    if let Op::Call { args, .. } = op
+        && args.iter().any(|a| {
+            matches!(&strip_casts(a).kind, ExprKind::Load(lv) if host_is(lv, t))
+                || matches!(&strip_casts(a).kind, ExprKind::Binary(_, x, _)
+                    if matches!(&strip_casts(x).kind, ExprKind::Load(lv) if host_is(lv, t)))
+        })
+    {
+        return true;
+    }
+    loads > derefs
+}
+
+/// Whether `to` is reachable from `from` without taking edge `avoid`.
+fn reaches_avoiding(cfg: &Cfg, from: NodeId, to: NodeId, avoid: EdgeId) -> bool {
+    let mut seen = vec![false; cfg.nodes.len()];
+    let mut stack = vec![from];
+    while let Some(x) = stack.pop() {
+        if x == to {
+            return true;
+        }
+        if std::mem::replace(&mut seen[x.0 as usize], true) {
+            continue;
+        }
+        for &e in &cfg.node(x).succs {
+            if e != avoid {
+                stack.push(cfg.edge(e).dst);
+            }
+        }
+    }
+    false
+}
+
+/// Whether node `n` lies between allocation `a` and create `s` of one iteration: reachable from
+/// `a`'s target without taking `a` or `s`, and reaching `s`'s source without taking `a`.
+fn between(cfg: &Cfg, a: EdgeId, s: EdgeId, n: NodeId) -> bool {
+    let reach = |from: NodeId, to: NodeId, avoid: &[EdgeId]| {
+        let mut seen = vec![false; cfg.nodes.len()];
+        let mut stack = vec![from];
+        while let Some(x) = stack.pop() {
+            if x == to {
+                return true;
+            }
+            if std::mem::replace(&mut seen[x.0 as usize], true) {
+                continue;
+            }
+            for &e in &cfg.node(x).succs {
+                if !avoid.contains(&e) {
+                    stack.push(cfg.edge(e).dst);
+                }
+            }
+        }
+        false
+    };
+    reach(cfg.edge(a).dst, n, &[a, s]) && reach(n, cfg.edge(s).src, &[a])
+}
+
+/// Whether the entry function's first parameter (and at most one local copy of it) is only
+/// dereferenced, tested or freed.
+fn param_stays_private(program: &Program, roles: &Roles, entry: FuncId) -> bool {
+    let f = program.function(entry);
+    let Some(cfg) = &f.body else { return false };
+    let Some(p) = f
+        .locals
+        .iter()
+        .position(|l| l.kind == crate::ir::LocalKind::Param)
+        .map(|i| LocalId(i as u32))
+    else {
+        return true; // no parameter: the object is unreachable from the thread
+    };
+    let mut taken = FxHashSet::default();
+    crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
+        taken.insert(l);
+    });
+    if taken.contains(&p) {
+        return false;
+    }
+    // One local copy `q = p` (casts allowed), written only there.
+    let mut copies: Vec<LocalId> = Vec::new();
+    for e in &cfg.edges {
+        if let Op::Assign { lhs, rhs } = &e.op
+            && let ExprKind::Load(src) = &strip_casts(rhs).kind
+            && host_is(src, p)
+            && src.proj.is_empty()
+            && let Some(q) = whole_local(lhs)
+        {
+            copies.push(q);
+        }
+    }
+    let mut vars = vec![p];
+    for q in copies {
+        let writes = cfg.edges.iter().filter(|e| writes_local(&e.op, q)).count();
+        if writes != 1 || taken.contains(&q) {
+            return false;
+        }
+        vars.push(q);
+    }
+    cfg.edges.iter().all(|e| {
+        vars.iter().all(|v| {
+            if !mentions(&e.op, *v) {
+                return true;
+            }
+            // The copy itself.
+            if let Op::Assign { lhs, rhs } = &e.op
+                && vars.contains(&whole_local(lhs).unwrap_or(LocalId(u32::MAX)))
+                && matches!(&strip_casts(rhs).kind, ExprKind::Load(s) if host_is(s, p))
+            {
+                return true;
+            }
+            if writes_local(&e.op, *v) {
+                return false;
+            }
+            // free(v).
+            if let Op::Call {
+                callee: Callee::Direct(g),
+                args,
+                dest: None,
+            } = &e.op
+                && let Some(Role::Free { ptr }) = roles.get(*g)
+                && args.len() > *ptr
+                && args.iter().enumerate().all(|(i, a)| {
+                    if i == *ptr {
+                        matches!(&strip_casts(a).kind, ExprKind::Load(s) if host_is(s, *v))
+                    } else {
+                        !expr_mentions(a, *v)
+                    }
+                })
+            {
+                return true;
+            }
+            !reads_local_outside_deref(&e.op, *v)
+        })
+    })
+}
