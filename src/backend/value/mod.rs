@@ -373,13 +373,27 @@ impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
             .map(|(b, off)| {
                 let (range, exact) = match size {
                     Some(n) => range_of(*off, n),
-                    None => (
-                        ByteRange {
-                            lo: u64::try_from(off.lo().max(0)).unwrap_or(u64::MAX),
-                            hi: u64::MAX,
-                        },
-                        false,
-                    ),
+                    None => {
+                        let lo = u64::try_from(off.lo().max(0)).unwrap_or(u64::MAX);
+                        // A library access from a constant offset to the end of a global
+                        // whose rest is exactly one pointee object accesses that object
+                        // (`scanf("%d", &x)`, `fread(&s, sizeof s, 1, f)`).
+                        let whole = match b {
+                            Base::Global(g) if off.as_constant().is_some() => types
+                                .size_of(self.interp.program.global(*g).ty)
+                                .filter(|end| *end > lo)
+                                .filter(|end| {
+                                    types
+                                        .size_of(pointee)
+                                        .is_some_and(|n| n > 0 && end - lo == n)
+                                }),
+                            _ => None,
+                        };
+                        match whole {
+                            Some(end) => (ByteRange { lo, hi: end }, true),
+                            None => (ByteRange { lo, hi: u64::MAX }, false),
+                        }
+                    }
                 };
                 Target::Addr(Address {
                     base: *b,
