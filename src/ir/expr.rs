@@ -104,6 +104,31 @@ pub enum BinOp {
 }
 
 impl BinOp {
+    /// The comparison with its operands swapped (`a < b` is `b > a`); other operators are
+    /// returned as they are.
+    pub fn mirrored(self) -> BinOp {
+        match self {
+            BinOp::Lt => BinOp::Gt,
+            BinOp::Gt => BinOp::Lt,
+            BinOp::Le => BinOp::Ge,
+            BinOp::Ge => BinOp::Le,
+            o => o,
+        }
+    }
+
+    /// The comparison that holds exactly when this one fails (`None` for other operators).
+    pub fn negated(self) -> Option<BinOp> {
+        Some(match self {
+            BinOp::Lt => BinOp::Ge,
+            BinOp::Ge => BinOp::Lt,
+            BinOp::Gt => BinOp::Le,
+            BinOp::Le => BinOp::Gt,
+            BinOp::Eq => BinOp::Ne,
+            BinOp::Ne => BinOp::Eq,
+            _ => return None,
+        })
+    }
+
     /// C spelling of the operator.
     pub fn c_str(self) -> &'static str {
         use BinOp::*;

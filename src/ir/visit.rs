@@ -88,6 +88,45 @@ pub fn walk_cfg_addr_taken(cfg: &super::cfg::Cfg, f: &mut dyn FnMut(super::Local
     }
 }
 
+/// The local an lvalue names when it is a whole local (no projection).
+pub fn whole_local(lv: &Lval) -> Option<super::LocalId> {
+    match lv.host {
+        Host::Var(super::expr::Var::Local(l)) if lv.proj.is_empty() => Some(l),
+        _ => None,
+    }
+}
+
+/// The local an expression reads when it is a plain load of a whole local (casts ignored).
+pub fn local_of(e: &Expr) -> Option<super::LocalId> {
+    match &strip_casts(e).kind {
+        ExprKind::Load(lv) => whole_local(lv),
+        _ => None,
+    }
+}
+
+/// Whether `e` reads local `l` or takes an address inside it.
+pub fn expr_mentions_local(e: &Expr, l: super::LocalId) -> bool {
+    let mut found = false;
+    walk_expr(e, &mut |x| {
+        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind
+            && lv.host == Host::Var(super::expr::Var::Local(l))
+        {
+            found = true;
+        }
+    });
+    found
+}
+
+/// Whether an lvalue names local `l` or reads it in its pointer or index expressions.
+pub fn lval_mentions_local(lv: &Lval, l: super::LocalId) -> bool {
+    if lv.host == Host::Var(super::expr::Var::Local(l)) {
+        return true;
+    }
+    let mut found = false;
+    walk_lval(lv, &mut |e| found |= expr_mentions_local(e, l));
+    found
+}
+
 /// The expression with outer casts removed.
 pub fn strip_casts(mut e: &Expr) -> &Expr {
     while let ExprKind::Cast(inner) = &e.kind {

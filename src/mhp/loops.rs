@@ -7,7 +7,10 @@
 //!   (`for (i = 0; i < n; i++) pthread_create(&t[i], ...); ... for (j = 0; j < n; j++)
 //!   pthread_join(t[j], 0);`), so that after them none of those threads runs.
 
-use crate::ir::visit::{op_exprs, strip_casts, walk_cfg_addr_taken, walk_expr};
+use crate::ir::visit::{
+    expr_mentions_local, local_of, lval_mentions_local, op_exprs, strip_casts, walk_cfg_addr_taken,
+    walk_expr, whole_local,
+};
 use crate::ir::{
     BinOp, Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
     Proj, Var,
@@ -42,25 +45,6 @@ pub(super) struct CountedLoop {
     pub op: BinOp,
     /// The step when every update of the counter in the body adds the same constant.
     pub step: Option<i128>,
-}
-
-/// The local an expression loads, if it is a plain local (casts ignored).
-fn local_of(e: &Expr) -> Option<LocalId> {
-    match &strip_casts(e).kind {
-        ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
-            Host::Var(Var::Local(l)) => Some(l),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The local an lvalue names, if it is a whole local.
-fn whole_local(lv: &Lval) -> Option<LocalId> {
-    match lv.host {
-        Host::Var(Var::Local(l)) if lv.proj.is_empty() => Some(l),
-        _ => None,
-    }
 }
 
 /// The counted loops of `func`: loops whose test compares a local counter with a constant or a
@@ -110,7 +94,7 @@ pub(super) fn counted_loops(
         };
         let (counter, bound, op) = match (local_of(a), local_of(b)) {
             (Some(i), _) if b.as_int().is_some() || local_of(b).is_some() => (i, b, *op),
-            (None, Some(i)) if a.as_int().is_some() => (i, a, mirror(*op)),
+            (None, Some(i)) if a.as_int().is_some() => (i, a, op.mirrored()),
             _ => continue,
         };
         let bound = match (strip_casts(bound).as_int(), local_of(bound)) {
@@ -122,7 +106,11 @@ pub(super) fn counted_loops(
             Bound::Local(l) => Some(l),
             Bound::Const(_) => None,
         };
-        let op = if stay_branch { op } else { negate(op) };
+        let op = if stay_branch {
+            op
+        } else {
+            op.negated().unwrap_or(op)
+        };
         // Direction the counter must move while the loop continues.
         let up = match op {
             BinOp::Lt | BinOp::Le | BinOp::Ne => true,
@@ -213,30 +201,6 @@ pub(super) fn counted_loops(
         }
     }
     out
-}
-
-/// `a OP b` as `b OP' a`.
-fn mirror(op: BinOp) -> BinOp {
-    match op {
-        BinOp::Lt => BinOp::Gt,
-        BinOp::Gt => BinOp::Lt,
-        BinOp::Le => BinOp::Ge,
-        BinOp::Ge => BinOp::Le,
-        o => o,
-    }
-}
-
-/// The comparison that holds when `op` fails.
-fn negate(op: BinOp) -> BinOp {
-    match op {
-        BinOp::Lt => BinOp::Ge,
-        BinOp::Ge => BinOp::Lt,
-        BinOp::Gt => BinOp::Le,
-        BinOp::Le => BinOp::Gt,
-        BinOp::Eq => BinOp::Ne,
-        BinOp::Ne => BinOp::Eq,
-        o => o,
-    }
 }
 
 /// A join loop with the create loops it undoes: when control leaves the loop through `exit`,
@@ -435,8 +399,8 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
                 !args
                     .iter()
                     .enumerate()
-                    .any(|(x, arg)| x != k && expr_mentions(arg, a))
-                    && dest.as_ref().is_none_or(|d| !lval_mentions(d, a))
+                    .any(|(x, arg)| x != k && expr_mentions_local(arg, a))
+                    && dest.as_ref().is_none_or(|d| !lval_mentions_local(d, a))
             };
             match role_of(&e.op) {
                 Some(Role::ThreadCreate { thread_id, .. }) => {
@@ -468,7 +432,7 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
             && let Some(a) = whole_local(lhs)
         {
             sets.entry(a).or_default().push(id);
-            if !expr_mentions(rhs, a) {
+            if !expr_mentions_local(rhs, a) {
                 allowed = Some(a);
             }
         }
@@ -601,30 +565,6 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
 
 fn body_has(body: &[bool], n: NodeId) -> bool {
     body.get(n.0 as usize).copied().unwrap_or(false)
-}
-
-/// Whether `e` mentions local `l`.
-fn expr_mentions(e: &Expr, l: LocalId) -> bool {
-    let mut found = false;
-    walk_expr(e, &mut |y| {
-        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &y.kind
-            && let Host::Var(Var::Local(x)) = lv.host
-            && x == l
-        {
-            found = true;
-        }
-    });
-    found
-}
-
-/// Whether an lvalue names or reads local `l`.
-fn lval_mentions(lv: &Lval, l: LocalId) -> bool {
-    if matches!(lv.host, Host::Var(Var::Local(x)) if x == l) {
-        return true;
-    }
-    let mut found = false;
-    crate::ir::visit::walk_lval(lv, &mut |e| found |= expr_mentions(e, l));
-    found
 }
 
 /// Whether `head` is reachable from `from` inside `body` without taking edge `skip`.

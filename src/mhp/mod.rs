@@ -353,32 +353,11 @@ fn free_test(
     let k_of = |e: &Expr| e.as_int().or_else(|| konst(e));
     let ((l, r), k, op) = match (free_load(a), free_load(b)) {
         (Some(x), None) => (x, k_of(b)?, *op),
-        (None, Some(x)) => {
-            // Mirror: `k < x` is `x > k`.
-            let flipped = match op {
-                BinOp::Lt => BinOp::Gt,
-                BinOp::Gt => BinOp::Lt,
-                BinOp::Le => BinOp::Ge,
-                BinOp::Ge => BinOp::Le,
-                o => *o,
-            };
-            (x, k_of(a)?, flipped)
-        }
+        // Mirror: `k < x` is `x > k`.
+        (None, Some(x)) => (x, k_of(a)?, op.mirrored()),
         _ => return None,
     };
-    let op = if branch {
-        op
-    } else {
-        match op {
-            BinOp::Lt => BinOp::Ge,
-            BinOp::Ge => BinOp::Lt,
-            BinOp::Gt => BinOp::Le,
-            BinOp::Le => BinOp::Gt,
-            BinOp::Eq => BinOp::Ne,
-            BinOp::Ne => BinOp::Eq,
-            _ => return None,
-        }
-    };
+    let op = if branch { op } else { op.negated()? };
     use racedar_domains::interval::{NEG_INF, POS_INF};
     let set = match op {
         BinOp::Lt => Interval::new(NEG_INF, k.saturating_sub(1)),

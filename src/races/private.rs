@@ -17,9 +17,11 @@
 //! only be dereferenced, tested or freed. Peeled copies of the loop (same source location) are
 //! allocation/create pairs of their own.
 
-use crate::ir::visit::{op_exprs, strip_casts, walk_expr};
+use crate::ir::visit::{
+    expr_mentions_local, lval_mentions_local, op_exprs, strip_casts, whole_local,
+};
 use crate::ir::{
-    Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
+    Callee, Cfg, EdgeId, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
 };
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
@@ -179,13 +181,6 @@ pub fn private_allocations(
     out
 }
 
-fn whole_local(lv: &Lval) -> Option<LocalId> {
-    match lv.host {
-        Host::Var(Var::Local(l)) if lv.proj.is_empty() => Some(l),
-        _ => None,
-    }
-}
-
 fn writes_local(op: &Op, l: LocalId) -> bool {
     match op {
         Op::Assign { lhs, .. } => whole_local(lhs) == Some(l) || host_is(lhs, l),
@@ -232,32 +227,11 @@ fn create_passes_only_arg(roles: &Roles, op: &Op, t: LocalId) -> bool {
     let Some(Role::ThreadCreate { arg, .. }) = roles.get(*g) else {
         return false;
     };
-    dest.as_ref().is_none_or(|d| !lval_mentions(d, t))
+    dest.as_ref().is_none_or(|d| !lval_mentions_local(d, t))
         && args
             .iter()
             .enumerate()
-            .all(|(i, a)| i == *arg || !expr_mentions(a, t))
-}
-
-fn expr_mentions(e: &Expr, t: LocalId) -> bool {
-    let mut found = false;
-    walk_expr(e, &mut |x| {
-        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind
-            && host_is(lv, t)
-        {
-            found = true;
-        }
-    });
-    found
-}
-
-fn lval_mentions(lv: &Lval, t: LocalId) -> bool {
-    if host_is(lv, t) {
-        return true;
-    }
-    let mut found = false;
-    crate::ir::visit::walk_lval(lv, &mut |e| found |= expr_mentions(e, t));
-    found
+            .all(|(i, a)| i == *arg || !expr_mentions_local(a, t))
 }
 
 fn mentions(op: &Op, t: LocalId) -> bool {
@@ -305,7 +279,7 @@ fn reads_local_outside_deref(op: &Op, t: LocalId) -> bool {
         ExprKind::Load(lv) if host_is(lv, t) => loads += 1,
         ExprKind::Load(lv) => count_deref(lv),
         // `&t` or `&t->f`: an address into the object (or of the pointer) leaves.
-        ExprKind::AddrOf(lv) if host_is(lv, t) || lval_mentions(lv, t) => escapes = true,
+        ExprKind::AddrOf(lv) if host_is(lv, t) || lval_mentions_local(lv, t) => escapes = true,
         _ => {}
     });
     if escapes {
@@ -435,7 +409,7 @@ fn param_stays_private(program: &Program, roles: &Roles, entry: FuncId) -> bool 
                     if i == *ptr {
                         matches!(&strip_casts(a).kind, ExprKind::Load(s) if host_is(s, *v))
                     } else {
-                        !expr_mentions(a, *v)
+                        !expr_mentions_local(a, *v)
                     }
                 })
             {
