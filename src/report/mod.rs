@@ -1,7 +1,9 @@
-//! Reports: the JSON contract of DESIGN.md ("Output contracts") and gcc-style text.
+//! Reports: the JSON contract of DESIGN.md ("Output contracts"), gcc-style text, SARIF 2.1.0
+//! and SV-COMP output, with suppressions and baselines.
 //!
-//! [`Report::build`] turns an [`Analysis`] into plain data (sorted, deterministic); [`json`] and
-//! [`text`] render it.
+//! [`Report::build`] turns an [`Analysis`] into plain data (sorted, deterministic);
+//! [`suppress`] marks suppressed races; [`Report::to_json`], [`text`], [`sarif`] and [`svcomp`]
+//! render it.
 
 pub mod sarif;
 pub mod suppress;
