@@ -10,7 +10,7 @@
 //! nobody constrains, such as a fresh `__VERIFIER_nondet_int()`, and direct calls) and which child
 //! each thread-id variable holds (`ids`, from create to join; a join removes exactly that child).
 //!
-//! Two accesses may run in parallel ([`MhpResult::may_parallel`]) when their threads' positions
+//! Two accesses may run in parallel ([`may_parallel`]) when their threads' positions
 //! in the creation tree allow it: for an ancestor `A` of the other thread `T` (through its child
 //! `B`), `B` must be active at A's access (or merely created, when T is deeper, since joining B
 //! does not join B's own children); for threads in different subtrees of their lowest common
