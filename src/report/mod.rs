@@ -1,7 +1,7 @@
 //! Reports: the JSON contract of DESIGN.md ("Output contracts"), gcc-style text, SARIF 2.1.0
 //! and SV-COMP output, with suppressions and baselines.
 //!
-//! [`Report::build`] turns an [`Analysis`](crate::pipeline::Analysis) into plain data (sorted, deterministic);
+//! [`Report::build`] turns an [`Analysis`] into plain data (sorted, deterministic);
 //! [`suppress`] marks suppressed races; [`Report::to_json`], [`text`], [`sarif`] and [`svcomp`]
 //! render it.
 
