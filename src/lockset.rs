@@ -1,7 +1,7 @@
 //! Lockset analysis (seed 001 §6.1): which locks are held at every context, as must-locksets
 //! (held on every path) and may-locksets (held on some path).
 //!
-//! Each thread starts with no lock. The analysis is an [`FactAnalysis`](crate::dataflow::FactAnalysis) of the shared engine: a fact
+//! Each thread starts with no lock. The analysis is an [`FactAnalysis`] of the shared engine: a fact
 //! is the lockset of one class of paths, carrying `must` ⊆ `may` so that merged facts stay
 //! sound. Lock operations take their lock's address from the backend (`value_ptr`); several
 //! candidates fork the fact (at most [`MAX_LOCK_CANDIDATES`], as RacerF), an unknown address adds
