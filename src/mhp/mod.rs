@@ -384,6 +384,8 @@ pub struct Oracle<'a> {
 /// oracle gives the same answers at the same points.
 #[derive(Default)]
 struct Asked {
+    /// Whether to record (not needed when threads share solutions anyway).
+    record: bool,
     branch: std::cell::RefCell<FxHashMap<crate::context::Context, Bool3>>,
     constant: std::cell::RefCell<Vec<(crate::context::Context, Expr, Option<i128>)>>,
 }
@@ -445,10 +447,12 @@ impl ActiveThreads<'_> {
         let (oracle, asked) = (self.oracle, self.asked);
         let konst = |e: &Expr| {
             let k = (oracle.constant)(ctx, e);
-            asked
-                .constant
-                .borrow_mut()
-                .push((ctx.clone(), e.clone(), k));
+            if asked.record {
+                asked
+                    .constant
+                    .borrow_mut()
+                    .push((ctx.clone(), e.clone(), k));
+            }
             k
         };
         // Narrows `l` to `set`: the fact, unless no allowed value is left.
@@ -684,7 +688,9 @@ impl ActiveThreads<'_> {
             Op::Assume { cond, branch } => {
                 let qctx = self.tc.context(ctx, eid);
                 let taken = (self.oracle.branch)(&qctx);
-                self.asked.branch.borrow_mut().insert(qctx.clone(), taken);
+                if self.asked.record {
+                    self.asked.branch.borrow_mut().insert(qctx.clone(), taken);
+                }
                 if taken == Bool3::False {
                     return;
                 }
@@ -808,7 +814,10 @@ impl MhpResult {
                 by_thread.push(i);
                 continue;
             }
-            let asked = Asked::default();
+            let asked = Asked {
+                record: !share,
+                ..Asked::default()
+            };
             let mut a = ActiveThreads {
                 program,
                 roles,
