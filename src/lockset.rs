@@ -811,16 +811,16 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                                 }
                             }
                             None => {
-                                // Unknown: one of the held locks is released.
+                                // Unknown: one of the held locks is released, or none (the
+                                // lock named may not be held: an error-checking mutex's
+                                // unlock then fails), so no lock is surely released.
                                 let held: Vec<LockId> = fact
                                     .may
                                     .iter()
                                     .map(|h| h.lock)
                                     .filter(|l| *l != LockId::ATOMIC)
                                     .collect();
-                                if held.is_empty() {
-                                    out.push(fact.clone());
-                                }
+                                out.push(fact.clone());
                                 for l in held {
                                     out.push(self.unlock(fact, l));
                                 }

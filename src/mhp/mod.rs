@@ -54,6 +54,9 @@ pub struct MhpFact {
     /// certain path is taken (a witness set, non-empty while the fact is certain). A free
     /// local not listed may take any value of its type.
     cons: SmallVec<[(FuncId, LocalId, Interval, Interval); 1]>,
+    /// Values of flag locals (written only with integer constants, e.g. the temporary holding
+    /// `a && b`) on the paths of the fact.
+    flags: SmallVec<[(FuncId, LocalId, i128); 1]>,
 }
 
 impl MhpFact {
@@ -65,6 +68,7 @@ impl MhpFact {
             certain: true,
             ids: SmallVec::new(),
             cons: SmallVec::new(),
+            flags: SmallVec::new(),
         }
     }
 
@@ -292,6 +296,126 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         .collect()
 }
 
+/// Locals of `func` written only by assignments of integer constants and read only as the
+/// condition of an assumption (the temporary of `assume(a && b)`), whose address is never
+/// taken. Tracking only these keeps the facts few.
+fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<LocalId> {
+    let mut out = FxHashSet::default();
+    let Some(cfg) = &program.function(func).body else {
+        return out;
+    };
+    let mut bad = FxHashSet::default();
+    for e in &cfg.edges {
+        // Reads other than an assumption's condition disqualify a local.
+        let assumed = match &e.op {
+            Op::Call {
+                callee: Callee::Direct(g),
+                args,
+                ..
+            } => match roles.get(*g) {
+                Some(Role::Assume { cond }) => args.get(*cond).and_then(crate::ir::visit::local_of),
+                _ => None,
+            },
+            _ => None,
+        };
+        crate::ir::visit::op_exprs(&e.op, &mut |x| {
+            if let ExprKind::Load(lv) = &x.kind
+                && let Some(l) = crate::ir::visit::whole_local(lv)
+                && Some(l) != assumed
+            {
+                bad.insert(l);
+            }
+        });
+    }
+    crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
+        bad.insert(l);
+    });
+    for e in &cfg.edges {
+        match &e.op {
+            Op::Assign { lhs, rhs } => {
+                if let Host::Var(Var::Local(l)) = lhs.host {
+                    if lhs.proj.is_empty() && strip_casts(rhs).as_int().is_some() {
+                        out.insert(l);
+                    } else {
+                        bad.insert(l);
+                    }
+                }
+            }
+            Op::Call { dest: Some(d), .. } => {
+                if let Host::Var(Var::Local(l)) = d.host {
+                    bad.insert(l);
+                }
+            }
+            Op::Asm { outputs, .. } => {
+                for o in outputs {
+                    if let Host::Var(Var::Local(l)) = o.host {
+                        bad.insert(l);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let is_param = |l: &LocalId| {
+        program
+            .function(func)
+            .locals
+            .get(l.0 as usize)
+            .is_none_or(|x| x.kind == crate::ir::LocalKind::Param)
+    };
+    out.retain(|l| !bad.contains(l) && !is_param(l));
+    out
+}
+
+/// The outcome of the test `cond == branch` when it reads only a flag local whose value the
+/// fact knows (`x`, `!x`, `x == k`, `x != k`); `None` otherwise.
+fn flag_test(
+    flags: &FxHashSet<LocalId>,
+    f: &MhpFact,
+    func: FuncId,
+    cond: &Expr,
+    branch: bool,
+) -> Option<bool> {
+    let mut c = strip_casts(cond);
+    let mut branch = branch;
+    while let ExprKind::Unary(crate::ir::UnOp::LogNot, a) = &c.kind {
+        branch = !branch;
+        c = strip_casts(a);
+    }
+    let value = |e: &Expr| {
+        let l = crate::ir::visit::local_of(e)?;
+        if !flags.contains(&l) {
+            return None;
+        }
+        f.flags
+            .iter()
+            .find(|(g, x, _)| *g == func && *x == l)
+            .map(|(_, _, k)| *k)
+    };
+    let truth = if let Some(v) = value(c) {
+        v != 0
+    } else {
+        let ExprKind::Binary(op, a, b) = &c.kind else {
+            return None;
+        };
+        let (v, k) = match (
+            value(a),
+            strip_casts(b).as_int(),
+            value(b),
+            strip_casts(a).as_int(),
+        ) {
+            (Some(v), Some(k), _, _) | (_, _, Some(v), Some(k)) => (v, k),
+            _ => return None,
+        };
+        match op {
+            BinOp::Eq => v == k,
+            BinOp::Ne => v != k,
+            _ => return None,
+        }
+    };
+    Some(truth == branch)
+}
+
 /// The values of an integer type, inclusive (`None` for types wider than 64 bits).
 fn type_range(program: &Program, ty: crate::ir::TypeId) -> Option<Interval> {
     let k = program.types.int_kind(ty)?;
@@ -419,6 +543,8 @@ struct ActiveThreads<'a> {
     graph: &'a ThreadGraph,
     keys: &'a mut IdKeys,
     free: FxHashMap<FuncId, std::rc::Rc<FxHashSet<LocalId>>>,
+    /// Per function, its flag locals (see [`MhpFact::flags`]).
+    flag_locals: FxHashMap<FuncId, std::rc::Rc<FxHashSet<LocalId>>>,
     exits: FxHashMap<FuncId, FxHashSet<EdgeId>>,
     /// Per function, the exit edges of join loops with the create statements they undo.
     join_alls: FxHashMap<FuncId, FxHashMap<EdgeId, Vec<EdgeId>>>,
@@ -441,6 +567,13 @@ impl ActiveThreads<'_> {
         let mut out = SmallVec::new();
         if taken == Bool3::True || self.counted_exits(func).contains(&ctx.edge) {
             out.push(f);
+            return out;
+        }
+        // A test of a flag local whose value the fact knows is decided.
+        if let Some(holds) = flag_test(&self.flags_of(func), &f, func, cond, branch) {
+            if holds {
+                out.push(f);
+            }
             return out;
         }
         let free = std::rc::Rc::clone(self.free_of(func));
@@ -524,6 +657,15 @@ impl ActiveThreads<'_> {
         }
     }
 
+    fn flags_of(&mut self, func: FuncId) -> std::rc::Rc<FxHashSet<LocalId>> {
+        let (program, roles) = (self.program, self.roles);
+        std::rc::Rc::clone(
+            self.flag_locals
+                .entry(func)
+                .or_insert_with(|| std::rc::Rc::new(flag_locals(program, roles, func))),
+        )
+    }
+
     fn free_of(&mut self, func: FuncId) -> &std::rc::Rc<FxHashSet<LocalId>> {
         let (program, roles) = (self.program, self.roles);
         self.free
@@ -567,6 +709,7 @@ impl Merge for MhpFact {
                 m.cons = hull;
             }
             m.ids.retain(|p| f.ids.contains(p));
+            m.flags.retain(|x| f.flags.contains(x));
         }
         m
     }
@@ -583,7 +726,8 @@ impl Merge for MhpFact {
                         .any(|(g, x, j, _)| g == fu && x == l && j.leq(i))
                 })
                 && (!o.certain || self.cons == o.cons)
-                && self.ids.iter().all(|p| o.ids.contains(p)))
+                && self.ids.iter().all(|p| o.ids.contains(p))
+                && self.flags.iter().all(|x| o.flags.contains(x)))
     }
 }
 
@@ -684,7 +828,18 @@ impl ActiveThreads<'_> {
                     }
                 }
             }
-            Op::Assign { lhs, .. } => self.forget_key(&mut f, func, lhs),
+            Op::Assign { lhs, rhs } => {
+                self.forget_key(&mut f, func, lhs);
+                if let Some(l) = crate::ir::visit::whole_local(lhs)
+                    && self.flags_of(func).contains(&l)
+                {
+                    f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
+                    if let Some(k) = strip_casts(rhs).as_int() {
+                        f.flags.push((func, l, k));
+                        f.flags.sort();
+                    }
+                }
+            }
             Op::Assume { cond, branch } => {
                 let qctx = self.tc.context(ctx, eid);
                 let taken = (self.oracle.branch)(&qctx);
@@ -730,6 +885,7 @@ impl FactAnalysis for ActiveThreads<'_> {
         let mut f = fact.clone();
         f.certain &= target.exact;
         f.cons.clear();
+        f.flags.clear();
         f
     }
 
@@ -745,6 +901,7 @@ impl FactAnalysis for ActiveThreads<'_> {
         let mut f = exit.clone();
         f.certain = pre.certain && target.exact && exit.certain;
         f.cons = pre.cons.clone();
+        f.flags = pre.flags.clone();
         if let Op::Call { dest: Some(d), .. } = &edge.op {
             let func = self.tc.ctx(ctx).func;
             self.forget_key(&mut f, func, d);
@@ -827,6 +984,7 @@ impl MhpResult {
                 graph,
                 keys: &mut keys,
                 free: FxHashMap::default(),
+                flag_locals: FxHashMap::default(),
                 exits: FxHashMap::default(),
                 join_alls: FxHashMap::default(),
             };
