@@ -274,18 +274,11 @@ fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
             .iter()
             .filter_map(|f| f.body.as_ref())
             .flat_map(|cfg| cfg.edges.iter())
-            .any(|e| match &e.op {
-                Op::Call {
-                    callee: Callee::Direct(g),
-                    args,
-                    ..
-                } => match roles.get(*g) {
-                    Some(Role::MutexAttrSettype { kind, .. }) => args
-                        .get(*kind)
-                        .and_then(|k| crate::ir::visit::strip_casts(k).as_int())
-                        .is_none_or(|k| k == 1),
-                    _ => false,
-                },
+            .any(|e| match (&e.op, roles.of_call(&e.op)) {
+                (Op::Call { args, .. }, Some(Role::MutexAttrSettype { kind, .. })) => args
+                    .get(*kind)
+                    .and_then(|k| crate::ir::visit::strip_casts(k).as_int())
+                    .is_none_or(|k| k == 1),
                 _ => false,
             })
 }
@@ -463,13 +456,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
     /// child's `since` set from the write-mode locks held; a release (or a condition wait,
     /// which releases its mutex for a while) ends them in every `since` set.
     fn transfer_history(&self, at: At<'_>, edge: &Edge, before: &LockFact, out: &mut [LockFact]) {
-        let role = match &edge.op {
-            Op::Call {
-                callee: Callee::Direct(g),
-                ..
-            } => self.roles.get(*g),
-            _ => None,
-        };
+        let role = self.roles.of_call(&edge.op);
         let held_w = |f: &LockFact| -> SmallSet<LockId> {
             let mut s = SmallSet::new();
             for h in f.must.iter() {

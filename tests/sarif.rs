@@ -21,7 +21,8 @@ fn sarif_of(file: &str) -> Value {
     serde_json::from_slice(&out.stdout).expect("SARIF is JSON")
 }
 
-fn validate(log: &Value) {
+/// The official schema, compiled with format assertions.
+fn schema() -> (boon::Schemas, boon::SchemaIndex) {
     let text = std::fs::read_to_string("tests/fixtures/sarif/sarif-schema-2.1.0.json")
         .expect("schema file");
     let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
@@ -34,6 +35,11 @@ fn validate(log: &Value) {
     let idx = compiler
         .compile(SCHEMA_URL, &mut schemas)
         .expect("schema compiles");
+    (schemas, idx)
+}
+
+fn validate(log: &Value) {
+    let (schemas, idx) = schema();
     if let Err(e) = schemas.validate(log, idx) {
         panic!("SARIF log does not validate: {e:#}");
     }
@@ -55,17 +61,7 @@ fn sarif_of_racy_and_clean_fixtures_validates() {
 fn the_schema_check_rejects_a_broken_log() {
     let mut log = sarif_of("tests/fixtures/races/simple_lock.c");
     log["runs"][0]["results"][0]["level"] = Value::from("fatal");
-    let text = std::fs::read_to_string("tests/fixtures/sarif/sarif-schema-2.1.0.json")
-        .expect("schema file");
-    let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
-    let mut compiler = boon::Compiler::new();
-    compiler
-        .add_resource(SCHEMA_URL, schema)
-        .expect("schema added");
-    let mut schemas = boon::Schemas::new();
-    let idx = compiler
-        .compile(SCHEMA_URL, &mut schemas)
-        .expect("schema compiles");
+    let (schemas, idx) = schema();
     assert!(schemas.validate(&log, idx).is_err());
 }
 

@@ -112,6 +112,18 @@ pub fn display_name(path: &Path) -> String {
     rel.unwrap_or(abs).display().to_string()
 }
 
+/// The parts of a line marker `# 12 "path" flags` naming a real file (not `<built-in>`): the
+/// line number, the file name as written, and the rest of the line after the closing quote.
+pub fn marker_file(line: &str) -> Option<(&str, &str, &str)> {
+    let rest = line
+        .strip_prefix("# ")
+        .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))?;
+    let open = rest.find('"')?;
+    let close = open + 1 + rest[open + 1..].find('"')?;
+    let file = &rest[open + 1..close];
+    (!file.starts_with('<')).then(|| (rest[..open].trim_end(), file, &rest[close + 1..]))
+}
+
 /// Renames the files of the line markers (`# 12 "path" ...`) of a unit preprocessed in `dir`
 /// to their report names (see [`display_name`]), so locations name files relative to the
 /// project root whatever directory the unit was compiled in.
@@ -119,31 +131,20 @@ pub fn rename_markers(text: &str, dir: Option<&Path>) -> String {
     let mut names: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
-        let renamed = line
-            .strip_prefix("# ")
-            .filter(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
-            .and_then(|rest| {
-                let open = rest.find('"')?;
-                let close = open + 1 + rest[open + 1..].find('"')?;
-                let file = &rest[open + 1..close];
-                if file.starts_with('<') {
-                    return None;
-                }
-                let name = names.entry(file.to_string()).or_insert_with(|| {
-                    let p = Path::new(file);
-                    let full = match dir {
-                        Some(d) if p.is_relative() => d.join(p),
-                        _ => p.to_path_buf(),
-                    };
-                    display_name(&full)
-                });
-                Some(format!(
-                    "# {} \"{}\"{}",
-                    &rest[..open].trim_end(),
-                    name.replace('\\', "\\\\").replace('"', "\\\""),
-                    &rest[close + 1..]
-                ))
+        let renamed = marker_file(line).map(|(number, file, after)| {
+            let name = names.entry(file.to_string()).or_insert_with(|| {
+                let p = Path::new(file);
+                let full = match dir {
+                    Some(d) if p.is_relative() => d.join(p),
+                    _ => p.to_path_buf(),
+                };
+                display_name(&full)
             });
+            format!(
+                "# {number} \"{}\"{after}",
+                name.replace('\\', "\\\\").replace('"', "\\\"")
+            )
+        });
         match renamed {
             Some(l) => out.push_str(&l),
             None => out.push_str(line),

@@ -62,18 +62,8 @@ pub fn load(
     for path in paths {
         let t0 = Instant::now();
         let pp = preprocess::preprocess(path, &opts.preprocess)?;
-        let t1 = Instant::now();
-        stats.preprocessed_bytes += pp.text.len();
-        let main = pb.files.intern(&pp.path);
-        let parsed = parse::parse(&pp.path, pp.text, &mut pb.files)?;
-        let t2 = Instant::now();
-        pb.lower_unit(&parsed, main)?;
-        drop(parsed);
-        let t3 = Instant::now();
-        stats.preprocess += t1 - t0;
-        stats.parse += t2 - t1;
-        stats.lower += t3 - t2;
-        stats.units += 1;
+        stats.preprocess += t0.elapsed();
+        lower_preprocessed(&mut pb, pp, &mut stats)?;
     }
     Ok((pb.finish(), stats))
 }
@@ -132,19 +122,27 @@ pub fn load_units(
     };
     let mut pb = lower::ProgramBuilder::new(data_model);
     for pp in pre {
-        let pp = pp?;
-        let t1 = Instant::now();
-        stats.preprocessed_bytes += pp.text.len();
-        let main = pb.files.intern(&pp.path);
-        let parsed = parse::parse(&pp.path, pp.text, &mut pb.files)?;
-        let t2 = Instant::now();
-        pb.lower_unit(&parsed, main)?;
-        drop(parsed);
-        stats.parse += t2 - t1;
-        stats.lower += t2.elapsed();
-        stats.units += 1;
+        lower_preprocessed(&mut pb, pp?, &mut stats)?;
     }
     Ok((pb.finish(), stats))
+}
+
+/// Parses and lowers one preprocessed unit into the program, counting its size and times.
+fn lower_preprocessed(
+    pb: &mut lower::ProgramBuilder,
+    pp: preprocess::Preprocessed,
+    stats: &mut FrontendStats,
+) -> Result<(), FrontendError> {
+    let t1 = Instant::now();
+    stats.preprocessed_bytes += pp.text.len();
+    let main = pb.files.intern(&pp.path);
+    let parsed = parse::parse(&pp.path, pp.text, &mut pb.files)?;
+    let t2 = Instant::now();
+    pb.lower_unit(&parsed, main)?;
+    stats.parse += t2 - t1;
+    stats.lower += t2.elapsed();
+    stats.units += 1;
+    Ok(())
 }
 
 /// Parses and lowers already preprocessed C text named `name` (no preprocessor runs). Used by

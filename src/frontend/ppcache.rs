@@ -81,20 +81,10 @@ pub fn store(dir: &Path, unit: &Unit, pp: &Preprocessed) {
     let mut deps: Vec<(PathBuf, String)> = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for line in pp.text.lines() {
-        let Some(rest) = line.strip_prefix("# ") else {
+        let Some((_, file, _)) = super::compdb::marker_file(line) else {
             continue;
         };
-        let (Some(open), true) = (
-            rest.find('"'),
-            rest.starts_with(|c: char| c.is_ascii_digit()),
-        ) else {
-            continue;
-        };
-        let Some(len) = rest[open + 1..].find('"') else {
-            continue;
-        };
-        let file = &rest[open + 1..open + 1 + len];
-        if file.starts_with('<') || !seen.insert(file.to_string()) {
+        if !seen.insert(file.to_string()) {
             continue;
         }
         let p = cwd.join(file);

@@ -138,6 +138,26 @@ impl Cfg {
         self.node(n).succs.iter().map(|e| self.edge(*e))
     }
 
+    /// Whether `to` is reachable from `from` without taking any edge of `avoid`.
+    pub fn reaches(&self, from: NodeId, to: NodeId, avoid: &[EdgeId]) -> bool {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut stack = vec![from];
+        while let Some(x) = stack.pop() {
+            if x == to {
+                return true;
+            }
+            if std::mem::replace(&mut seen[x.0 as usize], true) {
+                continue;
+            }
+            for &e in &self.node(x).succs {
+                if !avoid.contains(&e) {
+                    stack.push(self.edge(e).dst);
+                }
+            }
+        }
+        false
+    }
+
     /// The natural loop of head `h`, as a membership vector over the nodes: `h` and every node
     /// reaching a back edge into `h` without passing through `h`.
     pub fn loop_body(&self, h: NodeId) -> Vec<bool> {

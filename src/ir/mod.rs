@@ -168,6 +168,16 @@ impl Function {
     pub fn local(&self, id: LocalId) -> &Local {
         &self.locals[id.0 as usize]
     }
+
+    /// The source location of statement `edge` of the body (the default location when there
+    /// is no such statement).
+    pub fn edge_loc(&self, edge: EdgeId) -> Loc {
+        self.body
+            .as_ref()
+            .and_then(|c| c.edges.get(edge.0 as usize))
+            .map(|e| e.loc)
+            .unwrap_or_default()
+    }
 }
 
 /// A string literal's contents.

@@ -374,13 +374,6 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
     if loops.is_empty() {
         return out;
     }
-    let role_of = |op: &Op| match op {
-        Op::Call {
-            callee: Callee::Direct(g),
-            ..
-        } => roles.get(*g).cloned(),
-        _ => None,
-    };
     // Classify every edge that mentions a local: creates and joins through slots, whole
     // assignments and frees of pointers; anything else disqualifies the local as an array.
     let mut creates: FxHashMap<LocalId, Vec<(EdgeId, LocalId)>> = FxHashMap::default();
@@ -402,7 +395,7 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
                     .any(|(x, arg)| x != k && expr_mentions_local(arg, a))
                     && dest.as_ref().is_none_or(|d| !lval_mentions_local(d, a))
             };
-            match role_of(&e.op) {
+            match roles.of_call(&e.op).cloned() {
                 Some(Role::ThreadCreate { thread_id, .. }) => {
                     if let Some(s) = args.get(thread_id).and_then(created_slot)
                         && only_in(s.array, thread_id)
@@ -470,7 +463,8 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         if bad.contains(&array) || joins.get(&array).is_some_and(|v| v.len() != 1) {
             continue;
         }
-        // The join runs on every iteration: without it, the head is unreachable again.
+        // The join runs on every iteration: without it, the head is unreachable again (the
+        // loop leaves only through its test, so the search stays in its body).
         let head = cfg.edge(j_loop.exit).src;
         let stay = cfg
             .node(head)
@@ -479,7 +473,7 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
             .copied()
             .find(|e| *e != j_loop.exit);
         let Some(stay) = stay else { continue };
-        if back_without(cfg, cfg.edge(stay).dst, head, join_edge, &j_loop.body) {
+        if cfg.reaches(cfg.edge(stay).dst, head, &[join_edge]) {
             continue;
         }
         let Some(j_start) = entry_value(cfg, j_loop.counter, head, &j_loop.body) else {
@@ -565,25 +559,4 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
 
 fn body_has(body: &[bool], n: NodeId) -> bool {
     body.get(n.0 as usize).copied().unwrap_or(false)
-}
-
-/// Whether `head` is reachable from `from` inside `body` without taking edge `skip`.
-fn back_without(cfg: &Cfg, from: NodeId, head: NodeId, skip: EdgeId, body: &[bool]) -> bool {
-    let mut seen = vec![false; cfg.nodes.len()];
-    let mut stack = vec![from];
-    while let Some(n) = stack.pop() {
-        if n == head {
-            return true;
-        }
-        if seen[n.0 as usize] || !body_has(body, n) {
-            continue;
-        }
-        seen[n.0 as usize] = true;
-        for &e in &cfg.node(n).succs {
-            if e != skip {
-                stack.push(cfg.edge(e).dst);
-            }
-        }
-    }
-    false
 }

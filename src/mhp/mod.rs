@@ -113,15 +113,10 @@ impl IdKeys {
             let Some(cfg) = &f.body else { continue };
             for e in &cfg.edges {
                 // The thread-id argument of a create is not an escape.
-                let skip = match &e.op {
-                    Op::Call {
-                        callee: Callee::Direct(g),
-                        args,
-                        ..
-                    } => match roles.get(*g) {
-                        Some(Role::ThreadCreate { thread_id, .. }) => args.get(*thread_id),
-                        _ => None,
-                    },
+                let skip = match (&e.op, roles.of_call(&e.op)) {
+                    (Op::Call { args, .. }, Some(Role::ThreadCreate { thread_id, .. })) => {
+                        args.get(*thread_id)
+                    }
                     _ => None,
                 };
                 let mut note = |x: &Expr| {
@@ -307,15 +302,10 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
     let mut bad = FxHashSet::default();
     for e in &cfg.edges {
         // Reads other than an assumption's condition disqualify a local.
-        let assumed = match &e.op {
-            Op::Call {
-                callee: Callee::Direct(g),
-                args,
-                ..
-            } => match roles.get(*g) {
-                Some(Role::Assume { cond }) => args.get(*cond).and_then(crate::ir::visit::local_of),
-                _ => None,
-            },
+        let assumed = match (&e.op, roles.of_call(&e.op)) {
+            (Op::Call { args, .. }, Some(Role::Assume { cond })) => {
+                args.get(*cond).and_then(crate::ir::visit::local_of)
+            }
             _ => None,
         };
         crate::ir::visit::op_exprs(&e.op, &mut |x| {

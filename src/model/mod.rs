@@ -456,6 +456,11 @@ impl Roles {
     pub fn get(&self, f: FuncId) -> Option<&Role> {
         self.roles.get(f.0 as usize).and_then(|r| r.as_ref())
     }
+
+    /// The role of the function an instruction calls directly, if it is a modelled call.
+    pub fn of_call(&self, op: &crate::ir::Op) -> Option<&Role> {
+        op.direct_callee().and_then(|g| self.get(g))
+    }
 }
 
 #[cfg(test)]

@@ -431,6 +431,10 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
     /// `x`'s side took `m` after C1's creation and before `x`, so after P released it, after
     /// `y`'s thread ended.
     fn sibling_inside_critical_section(&self, x: &Signature, y: &Signature) -> bool {
+        // Most threads live inside no critical section: nothing to look up.
+        if self.held[y.thread.0 as usize].is_empty() {
+            return false;
+        }
         let tf = self.inp.thread_facts;
         let (Some(cx), Some(cy)) = (
             &tf[x.thread.0 as usize].ancestry,
@@ -454,12 +458,7 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         else {
             return false;
         };
-        let mut taken = x.locks.hist.clone();
-        for t in &cx[k + 1..] {
-            if let Some(i) = inherited.get(t.0 as usize) {
-                taken = taken.union(&i.creation_hist);
-            }
-        }
+        let taken = taken_since(inherited, &x.locks, &cx[k + 1..]);
         self.held[y.thread.0 as usize]
             .iter()
             .filter(|(h, _)| *h == p)
@@ -611,13 +610,23 @@ fn ordered_by_lock_history(
     if held.is_empty() {
         return false;
     }
-    let mut taken = y.locks.hist.clone();
-    for t in &ct[cp.len() + 1..] {
-        if let Some(i) = inherited.get(t.0 as usize) {
-            taken = taken.union(&i.creation_hist);
-        }
-    }
+    let taken = taken_since(inherited, &y.locks, &ct[cp.len() + 1..]);
     held.iter().any(|l| taken.contains(l))
+}
+
+/// The locks surely taken on the way to an access (with `locks`) since the creation of the
+/// subtree root above `below`: the accessing thread's history, and for each thread of `below`
+/// (the chain under that root, down to the accessing thread) its creator's history at its
+/// create statement.
+fn taken_since(
+    inherited: &[Inherited],
+    locks: &LocksAt,
+    below: &[ThreadId],
+) -> SmallSet<crate::lockset::LockId> {
+    below
+        .iter()
+        .filter_map(|t| inherited.get(t.0 as usize))
+        .fold(locks.hist.clone(), |acc, i| acc.union(&i.creation_hist))
 }
 
 /// Whether each thread has its own instance of the object (a local, a `_Thread_local` global).

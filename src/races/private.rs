@@ -18,10 +18,10 @@
 //! allocation/create pairs of their own.
 
 use crate::ir::visit::{
-    expr_mentions_local, lval_mentions_local, op_exprs, strip_casts, whole_local,
+    expr_mentions_local, local_of, lval_mentions_local, op_exprs, strip_casts, whole_local,
 };
 use crate::ir::{
-    Callee, Cfg, EdgeId, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
+    Cfg, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
 };
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
@@ -46,12 +46,8 @@ pub fn private_allocations(
         // (defining edge, allocation edge).
         let mut direct: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
         for (i, e) in cfg.edges.iter().enumerate() {
-            if let Op::Call {
-                callee: Callee::Direct(g),
-                dest: Some(d),
-                ..
-            } = &e.op
-                && matches!(roles.get(*g), Some(Role::Alloc))
+            if let Op::Call { dest: Some(d), .. } = &e.op
+                && matches!(roles.of_call(&e.op), Some(Role::Alloc))
                 && let Some(l) = whole_local(d)
             {
                 direct.entry(l).or_default().push(EdgeId(i as u32));
@@ -59,24 +55,24 @@ pub fn private_allocations(
         }
         let mut allocs: FxHashMap<LocalId, Vec<(EdgeId, EdgeId)>> = FxHashMap::default();
         for (tmp, defs) in &direct {
-            // Uses of `tmp`: a single copy per allocation copy, into one local.
-            let uses: Vec<(EdgeId, LocalId)> = cfg
+            // Uses of `tmp`: a single copy per allocation copy, into one local (`None`: a use
+            // of another kind).
+            let uses: Vec<Option<(EdgeId, LocalId)>> = cfg
                 .edges
                 .iter()
                 .enumerate()
                 .filter(|(_, e)| mentions(&e.op, *tmp) && !writes_local(&e.op, *tmp))
-                .filter_map(|(i, e)| match &e.op {
-                    Op::Assign { lhs, rhs }
-                        if matches!(&strip_casts(rhs).kind, ExprKind::Load(x)
-                            if host_is(x, *tmp) && x.proj.is_empty()) =>
-                    {
+                .map(|(i, e)| match &e.op {
+                    Op::Assign { lhs, rhs } if local_of(rhs) == Some(*tmp) => {
                         whole_local(lhs).map(|t| (EdgeId(i as u32), t))
                     }
-                    _ => Some((EdgeId(u32::MAX), *tmp)),
+                    _ => None,
                 })
                 .collect();
+            let copies: Option<Vec<(EdgeId, LocalId)>> = uses.into_iter().collect();
+            let uses = copies.unwrap_or_default();
             let copies_only = !uses.is_empty()
-                && uses.iter().all(|(e, t)| e.0 != u32::MAX && *t == uses[0].1)
+                && uses.iter().all(|(_, t)| *t == uses[0].1)
                 && defs.len() == uses.len();
             if copies_only {
                 // Pair each copy with the allocation of the same peeled copy.
@@ -111,13 +107,12 @@ pub fn private_allocations(
                 continue;
             }
             // Creates passing `t`, each paired with the allocation of the same copy.
-            let creates: Vec<(EdgeId, Option<usize>)> = cfg
+            let creates: Vec<EdgeId> = cfg
                 .edges
                 .iter()
                 .enumerate()
-                .filter_map(|(i, e)| create_arg_local(roles, &e.op).map(|a| (i, e, a)))
-                .filter(|(_, _, a)| a.0 == t)
-                .map(|(i, _, a)| (EdgeId(i as u32), Some(a.1)))
+                .filter(|(_, e)| create_arg_local(roles, &e.op) == Some(t))
+                .map(|(i, _)| EdgeId(i as u32))
                 .collect();
             if creates.is_empty() {
                 continue;
@@ -127,7 +122,7 @@ pub fn private_allocations(
                 let peel = cfg.edge(*a).peel;
                 let same: Vec<EdgeId> = creates
                     .iter()
-                    .map(|(c, _)| *c)
+                    .copied()
                     .filter(|c| cfg.edge(*c).peel == peel)
                     .collect();
                 let [s] = same.as_slice() else {
@@ -137,38 +132,30 @@ pub fn private_allocations(
                 pairs.push((*a, *s));
             }
             // Every create is paired, and none runs twice for one allocation.
-            let paired_all = creates
-                .iter()
-                .all(|(c, _)| pairs.iter().any(|(_, s)| s == c));
+            let paired_all = creates.iter().all(|c| pairs.iter().any(|(_, s)| s == c));
             let once = pairs
                 .iter()
-                .all(|(a, s)| !reaches_avoiding(cfg, cfg.edge(*s).dst, cfg.edge(*s).src, *a));
+                .all(|(a, s)| !cfg.reaches(cfg.edge(*s).dst, cfg.edge(*s).src, &[*a]));
             if pairs.len() != alloc_edges.len() || !paired_all || !once {
                 continue;
             }
             // Uses of `t` other than the creates: dereferences or tests between an allocation
             // and its create statement.
-            let creates_set: FxHashSet<EdgeId> = creates.iter().map(|(c, _)| *c).collect();
             let ok = cfg.edges.iter().enumerate().all(|(i, e)| {
                 let id = EdgeId(i as u32);
-                if creates_set.contains(&id) {
+                if creates.contains(&id) {
                     return create_passes_only_arg(roles, &e.op, t);
                 }
-                let uses = mentions(&e.op, t);
-                if !uses {
-                    return true;
-                }
-                if alloc_edges.contains(&id) {
-                    return !reads_local_outside_deref(&e.op, t);
-                }
-                !reads_local_outside_deref(&e.op, t)
-                    && pairs.iter().any(|(a, s)| between(cfg, *a, *s, e.src))
+                !mentions(&e.op, t)
+                    || (!reads_local_outside_deref(&e.op, t)
+                        && (alloc_edges.contains(&id)
+                            || pairs.iter().any(|(a, s)| between(cfg, *a, *s, e.src))))
             });
             if !ok {
                 continue;
             }
             // The threads of the creates keep their parameter to themselves.
-            let entries_ok = creates.iter().all(|(c, _)| {
+            let entries_ok = creates.iter().all(|c| {
                 graph
                     .created_at(crate::context::CallSite { func, edge: *c })
                     .all(|th| param_stays_private(program, roles, th.entry))
@@ -194,44 +181,30 @@ fn host_is(lv: &Lval, l: LocalId) -> bool {
     lv.host == Host::Var(Var::Local(l))
 }
 
-/// The local passed as a create's thread argument, with the argument position.
-fn create_arg_local(roles: &Roles, op: &Op) -> Option<(LocalId, usize)> {
-    let Op::Call {
-        callee: Callee::Direct(g),
-        args,
-        ..
-    } = op
-    else {
-        return None;
-    };
-    let Some(Role::ThreadCreate { arg, .. }) = roles.get(*g) else {
-        return None;
-    };
-    let a = args.get(*arg)?;
-    match &strip_casts(a).kind {
-        ExprKind::Load(lv) => whole_local(lv).map(|l| (l, *arg)),
+/// A create's arguments and the position of its thread argument.
+fn create_args<'o>(roles: &Roles, op: &'o Op) -> Option<(&'o [Expr], usize)> {
+    match (op, roles.of_call(op)) {
+        (Op::Call { args, .. }, Some(Role::ThreadCreate { arg, .. })) => Some((args, *arg)),
         _ => None,
     }
 }
 
+/// The local passed as a create's thread argument.
+fn create_arg_local(roles: &Roles, op: &Op) -> Option<LocalId> {
+    let (args, arg) = create_args(roles, op)?;
+    local_of(args.get(arg)?)
+}
+
 /// Whether a create mentions `t` only as its thread argument.
 fn create_passes_only_arg(roles: &Roles, op: &Op, t: LocalId) -> bool {
-    let Op::Call {
-        callee: Callee::Direct(g),
-        args,
-        dest,
-    } = op
-    else {
-        return false;
-    };
-    let Some(Role::ThreadCreate { arg, .. }) = roles.get(*g) else {
+    let (Some((args, arg)), Op::Call { dest, .. }) = (create_args(roles, op), op) else {
         return false;
     };
     dest.as_ref().is_none_or(|d| !lval_mentions_local(d, t))
         && args
             .iter()
             .enumerate()
-            .all(|(i, a)| i == *arg || !expr_mentions_local(a, t))
+            .all(|(i, a)| i == arg || !expr_mentions_local(a, t))
 }
 
 fn mentions(op: &Op, t: LocalId) -> bool {
@@ -279,67 +252,19 @@ fn reads_local_outside_deref(op: &Op, t: LocalId) -> bool {
         ExprKind::Load(lv) if host_is(lv, t) => loads += 1,
         ExprKind::Load(lv) => count_deref(lv),
         // `&t` or `&t->f`: an address into the object (or of the pointer) leaves.
-        ExprKind::AddrOf(lv) if host_is(lv, t) || lval_mentions_local(lv, t) => escapes = true,
+        ExprKind::AddrOf(lv) if lval_mentions_local(lv, t) => escapes = true,
         _ => {}
     });
     if escapes {
         return true;
     }
-    // Calls may not receive `t` at all (even dereferenced values are fine: they are copies).
-    if let Op::Call { args, .. } = op
-        && args.iter().any(|a| {
-            matches!(&strip_casts(a).kind, ExprKind::Load(lv) if host_is(lv, t))
-                || matches!(&strip_casts(a).kind, ExprKind::Binary(_, x, _)
-                    if matches!(&strip_casts(x).kind, ExprKind::Load(lv) if host_is(lv, t)))
-        })
-    {
-        return true;
-    }
     loads > derefs
-}
-
-/// Whether `to` is reachable from `from` without taking edge `avoid`.
-fn reaches_avoiding(cfg: &Cfg, from: NodeId, to: NodeId, avoid: EdgeId) -> bool {
-    let mut seen = vec![false; cfg.nodes.len()];
-    let mut stack = vec![from];
-    while let Some(x) = stack.pop() {
-        if x == to {
-            return true;
-        }
-        if std::mem::replace(&mut seen[x.0 as usize], true) {
-            continue;
-        }
-        for &e in &cfg.node(x).succs {
-            if e != avoid {
-                stack.push(cfg.edge(e).dst);
-            }
-        }
-    }
-    false
 }
 
 /// Whether node `n` lies between allocation `a` and create `s` of one iteration: reachable from
 /// `a`'s target without taking `a` or `s`, and reaching `s`'s source without taking `a`.
 fn between(cfg: &Cfg, a: EdgeId, s: EdgeId, n: NodeId) -> bool {
-    let reach = |from: NodeId, to: NodeId, avoid: &[EdgeId]| {
-        let mut seen = vec![false; cfg.nodes.len()];
-        let mut stack = vec![from];
-        while let Some(x) = stack.pop() {
-            if x == to {
-                return true;
-            }
-            if std::mem::replace(&mut seen[x.0 as usize], true) {
-                continue;
-            }
-            for &e in &cfg.node(x).succs {
-                if !avoid.contains(&e) {
-                    stack.push(cfg.edge(e).dst);
-                }
-            }
-        }
-        false
-    };
-    reach(cfg.edge(a).dst, n, &[a, s]) && reach(n, cfg.edge(s).src, &[a])
+    cfg.reaches(cfg.edge(a).dst, n, &[a, s]) && cfg.reaches(n, cfg.edge(s).src, &[a])
 }
 
 /// Whether the entry function's first parameter (and at most one local copy of it) is only
@@ -366,9 +291,7 @@ fn param_stays_private(program: &Program, roles: &Roles, entry: FuncId) -> bool 
     let mut copies: Vec<LocalId> = Vec::new();
     for e in &cfg.edges {
         if let Op::Assign { lhs, rhs } = &e.op
-            && let ExprKind::Load(src) = &strip_casts(rhs).kind
-            && host_is(src, p)
-            && src.proj.is_empty()
+            && local_of(rhs) == Some(p)
             && let Some(q) = whole_local(lhs)
         {
             copies.push(q);
@@ -399,11 +322,9 @@ fn param_stays_private(program: &Program, roles: &Roles, entry: FuncId) -> bool 
             }
             // free(v).
             if let Op::Call {
-                callee: Callee::Direct(g),
-                args,
-                dest: None,
+                args, dest: None, ..
             } = &e.op
-                && let Some(Role::Free { ptr }) = roles.get(*g)
+                && let Some(Role::Free { ptr }) = roles.of_call(&e.op)
                 && args.len() > *ptr
                 && args.iter().enumerate().all(|(i, a)| {
                     if i == *ptr {

@@ -45,6 +45,17 @@ pub struct Site {
     pub column: u32,
 }
 
+impl Site {
+    /// The report position of a source location.
+    pub fn at(p: &Program, loc: crate::ir::Loc) -> Site {
+        Site {
+            file: p.file_name(loc).to_string(),
+            line: loc.line,
+            column: loc.col,
+        }
+    }
+}
+
 /// One call on the way from a thread's entry to an access.
 #[derive(Clone, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Frame {
@@ -203,13 +214,7 @@ fn location_of(p: &Program, a: &Access<'_>, expression: &str) -> String {
     match a.mem.target {
         crate::backend::Target::Addr(addr) => match addr.base {
             Base::Heap { func, edge, .. } => {
-                let loc = p
-                    .function(func)
-                    .body
-                    .as_ref()
-                    .and_then(|c| c.edges.get(edge.0 as usize))
-                    .map(|e| e.loc)
-                    .unwrap_or_default();
+                let loc = p.function(func).edge_loc(edge);
                 format!("{expression} (heap allocated at line {})", loc.line)
             }
             _ => expression.to_string(),
@@ -228,18 +233,7 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
     };
     let tc = a.graph.contexts(x.thread);
     let site_of = |func: crate::ir::FuncId, edge: crate::ir::EdgeId| {
-        let loc = p
-            .function(func)
-            .body
-            .as_ref()
-            .and_then(|c| c.edges.get(edge.0 as usize))
-            .map(|e| e.loc)
-            .unwrap_or_default();
-        Site {
-            file: p.file_name(loc).to_string(),
-            line: loc.line,
-            column: loc.col,
-        }
+        Site::at(p, p.function(func).edge_loc(edge))
     };
     let frames: Vec<Frame> = tc
         .ctx(x.ctx)
@@ -297,16 +291,7 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
                         _ => false,
                     })
                     .max_by_key(|e| (e.loc.line, e.loc.col))
-                    .map(|e| {
-                        (
-                            name.clone(),
-                            Site {
-                                file: p.file_name(e.loc).to_string(),
-                                line: e.loc.line,
-                                column: e.loc.col,
-                            },
-                        )
-                    })
+                    .map(|e| (name.clone(), Site::at(p, e.loc)))
             })
         })
         .collect();
