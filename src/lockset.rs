@@ -16,7 +16,13 @@
 //!   holds it in read mode afterwards, so the routine's accesses are ordered before the accesses
 //!   that follow any `pthread_once(&c, ...)`;
 //! - a condition wait releases and re-takes its mutex (the lockset is unchanged); semaphores
-//!   count in `may` only (they order threads but do not exclude them).
+//!   count in `may` only (they order threads but do not exclude them), except **binary
+//!   semaphores**: a semaphore whose every `sem_init` sets the count to exactly 1 and whose
+//!   every `sem_post` happens while the posting thread holds it (a `sem_wait` of its own on
+//!   every path, no post in between) never counts above 1, so at most one thread is between a
+//!   wait and its post: a wait takes it like a mutex (a `sem_trywait` like a trylock). The
+//!   second condition is checked on the locksets computed under the assumption, and the
+//!   analysis is repeated without the semaphores that fail it.
 
 use crate::backend::{Address, Backend, Base, PointsTo};
 use crate::context::{CallKind, CallTarget, FnCtxId, ThreadContexts, ThreadId};
@@ -240,7 +246,99 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     table: &'a mut LockTable,
     /// Whether the program may make a mutex recursive: an unlock then may leave it held.
     recursive: bool,
+    /// Semaphores treated as mutexes (binary semaphores, see the module docs).
+    binary: &'a FxHashSet<LockId>,
     _p: std::marker::PhantomData<&'p ()>,
+}
+
+/// The semaphore waits (`posts == false`) or posts (`posts == true`) of every function context
+/// of every thread: (thread, context, statement, its source node, the semaphore argument).
+fn sem_calls<'g>(
+    program: &'g Program,
+    roles: &Roles,
+    graph: &'g ThreadGraph,
+    posts: bool,
+) -> Vec<(ThreadId, FnCtxId, EdgeId, NodeId, Option<&'g Expr>)> {
+    let mut out = Vec::new();
+    for tc in &graph.contexts {
+        for c in tc.ids() {
+            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
+                continue;
+            };
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                let Op::Call {
+                    callee: Callee::Direct(f),
+                    args,
+                    ..
+                } = &e.op
+                else {
+                    continue;
+                };
+                let arg = match (roles.get(*f), posts) {
+                    (Some(Role::SemPost { sem }), true) => args.get(*sem),
+                    (Some(Role::SemWait { sem, .. }), false) => args.get(*sem),
+                    _ => continue,
+                };
+                out.push((tc.thread, c, EdgeId(ei as u32), e.src, arg));
+            }
+        }
+    }
+    out
+}
+
+/// Semaphores that may be binary (module docs): every `sem_init` of them, in any context of
+/// any thread, sets the count to exactly 1 (by the backend's value of the count), and one
+/// does. Empty when some `sem_init`'s semaphore is unknown.
+fn binary_candidates<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+    table: &mut LockTable,
+) -> FxHashSet<LockId> {
+    let mut ones = FxHashSet::default();
+    let mut others = FxHashSet::default();
+    for tc in &graph.contexts {
+        for c in tc.ids() {
+            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
+                continue;
+            };
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                let Op::Call {
+                    callee: Callee::Direct(f),
+                    args,
+                    ..
+                } = &e.op
+                else {
+                    continue;
+                };
+                let Some(Role::SemInit { sem, value }) = roles.get(*f) else {
+                    continue;
+                };
+                let eid = EdgeId(ei as u32);
+                let targets = args.get(*sem).and_then(|a| {
+                    lock_targets(program, backend, graph, tc, c, eid, a, table, false)
+                });
+                let Some(targets) = targets else {
+                    return FxHashSet::default();
+                };
+                let one = targets.len() == 1
+                    && args.get(*value).is_some_and(|v| {
+                        let r = backend.value(&tc.context(c, eid), v);
+                        r.lo == Some(1) && r.hi == Some(1)
+                    });
+                for l in targets {
+                    if one {
+                        ones.insert(l);
+                    } else {
+                        others.insert(l);
+                    }
+                }
+            }
+        }
+    }
+    ones.retain(|l| !others.contains(l));
+    ones
 }
 
 /// Whether the program may make a mutex recursive: some `pthread_mutexattr_settype` call may
@@ -814,7 +912,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                             }
                         }
                     }
-                    Some(Role::SemWait { sem, .. }) => {
+                    Some(Role::SemWait { sem, kind }) => {
                         let mut f = fact.clone();
                         let ids = args.get(sem).and_then(|a| {
                             lock_targets(
@@ -829,6 +927,32 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                                 false,
                             )
                         });
+                        if let Some(ids) = ids.as_ref().filter(|ids| {
+                            !ids.is_empty() && ids.iter().all(|l| self.binary.contains(l))
+                        }) {
+                            // A binary semaphore: taken like a mutex, one fork per candidate.
+                            for &l in ids {
+                                let h = Held {
+                                    lock: l,
+                                    mode: LockMode::Write,
+                                };
+                                match kind {
+                                    LockKind::Blocking => out.push(Self::add(fact, h)),
+                                    LockKind::Try => {
+                                        let mut f = fact.clone();
+                                        f.may.insert(h);
+                                        let key = Self::result_key(func, dest);
+                                        if key.is_some() {
+                                            f.pending.push(Pending { held: h, key });
+                                            f.pending.sort();
+                                            f.pending.dedup();
+                                        }
+                                        out.push(f);
+                                    }
+                                }
+                            }
+                            return;
+                        }
                         for l in ids.unwrap_or_else(|| SmallVec::from_slice(&[LockId::UNKNOWN])) {
                             f.may.insert(Held {
                                 lock: l,
@@ -1074,6 +1198,8 @@ pub struct LocksetResult {
     /// Lock identities.
     pub table: LockTable,
     solutions: Vec<Solution<dataflow::Facts<LockFact>>>,
+    /// Semaphore waits and posts on binary semaphores ([`LocksetResult::sem_is_mutex`]).
+    sem_mutex_ops: FxHashSet<(ThreadId, FnCtxId, EdgeId)>,
 }
 
 impl LocksetResult {
@@ -1082,6 +1208,7 @@ impl LocksetResult {
         LocksetResult {
             table: LockTable::default(),
             solutions: Vec::new(),
+            sem_mutex_ops: FxHashSet::default(),
         }
     }
 
@@ -1094,6 +1221,37 @@ impl LocksetResult {
     ) -> LocksetResult {
         let mut table = LockTable::default();
         let recursive = may_be_recursive(program, roles);
+        // Binary semaphores (module docs): assume every candidate, check its posts on the
+        // result, and solve again without the ones that fail (each round drops at least one).
+        let mut binary = binary_candidates(program, roles, backend, graph, &mut table);
+        loop {
+            let solutions = Self::solve(
+                program, roles, backend, graph, &mut table, recursive, &binary,
+            );
+            let mut result = LocksetResult {
+                table,
+                solutions,
+                sem_mutex_ops: FxHashSet::default(),
+            };
+            let failed = result.unheld_posts(program, roles, backend, graph, &binary);
+            if failed.is_empty() || binary.is_empty() {
+                result.sem_mutex_ops = result.sem_ops_on(program, roles, backend, graph, &binary);
+                return result;
+            }
+            binary.retain(|l| !failed.contains(l));
+            table = result.table;
+        }
+    }
+
+    fn solve<'p, B: Backend<'p>>(
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &ThreadGraph,
+        table: &mut LockTable,
+        recursive: bool,
+        binary: &FxHashSet<LockId>,
+    ) -> Vec<Solution<dataflow::Facts<LockFact>>> {
         let contexts = &graph.contexts;
         let mut solutions = Vec::with_capacity(contexts.len());
         for tc in contexts {
@@ -1103,8 +1261,9 @@ impl LocksetResult {
                 backend,
                 graph,
                 tc,
-                table: &mut table,
+                table: &mut *table,
                 recursive,
+                binary,
                 _p: std::marker::PhantomData,
             };
             let _ = a.program;
@@ -1117,7 +1276,105 @@ impl LocksetResult {
                 u64::MAX,
             ));
         }
-        LocksetResult { table, solutions }
+        solutions
+    }
+
+    /// The semaphores of `binary` that some reachable `sem_post` may release without its thread
+    /// holding them on every path (all of `binary` when a post's semaphore is unknown).
+    fn unheld_posts<'p, B: Backend<'p>>(
+        &mut self,
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &ThreadGraph,
+        binary: &FxHashSet<LockId>,
+    ) -> FxHashSet<LockId> {
+        let mut failed = FxHashSet::default();
+        if binary.is_empty() {
+            return failed;
+        }
+        for (thread, ctx, eid, node, arg) in sem_calls(program, roles, graph, true) {
+            if !self.reachable(thread, ctx, node) {
+                continue;
+            }
+            let tc = graph.contexts(thread);
+            let targets = arg.and_then(|a| {
+                lock_targets(
+                    program,
+                    backend,
+                    graph,
+                    tc,
+                    ctx,
+                    eid,
+                    a,
+                    &mut self.table,
+                    false,
+                )
+            });
+            let Some(targets) = targets else {
+                return binary.clone();
+            };
+            let held = self
+                .at(thread, ctx, node)
+                .map(|at| at.must)
+                .unwrap_or_default();
+            for l in &targets {
+                let h = Held {
+                    lock: *l,
+                    mode: LockMode::Write,
+                };
+                if binary.contains(l) && (targets.len() != 1 || !held.contains(&h)) {
+                    failed.insert(*l);
+                }
+            }
+        }
+        failed
+    }
+
+    /// The reachable semaphore waits and posts whose semaphores are all in `binary`.
+    fn sem_ops_on<'p, B: Backend<'p>>(
+        &mut self,
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &ThreadGraph,
+        binary: &FxHashSet<LockId>,
+    ) -> FxHashSet<(ThreadId, FnCtxId, EdgeId)> {
+        let mut out = FxHashSet::default();
+        if binary.is_empty() {
+            return out;
+        }
+        for post in [false, true] {
+            for (thread, ctx, eid, node, arg) in sem_calls(program, roles, graph, post) {
+                if !self.reachable(thread, ctx, node) {
+                    continue;
+                }
+                let tc = graph.contexts(thread);
+                let targets = arg.and_then(|a| {
+                    lock_targets(
+                        program,
+                        backend,
+                        graph,
+                        tc,
+                        ctx,
+                        eid,
+                        a,
+                        &mut self.table,
+                        false,
+                    )
+                });
+                if targets.is_some_and(|t| !t.is_empty() && t.iter().all(|l| binary.contains(l))) {
+                    out.insert((thread, ctx, eid));
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the semaphore wait or post `eid` of function context `ctx` of `thread` operates
+    /// on a binary semaphore, which the locksets treat as a mutex (module docs).
+    pub fn sem_is_mutex(&self, thread: ThreadId, ctx: FnCtxId, eid: EdgeId) -> bool {
+        self.sem_mutex_ops.contains(&(thread, ctx, eid))
     }
 
     /// The locksets at `node` of function context `ctx` of `thread` (`None`: unreachable).
@@ -1262,6 +1519,7 @@ impl LocksetResult {
                         };
                         let arg = match roles.get(*f) {
                             Some(Role::Unlock { lock }) => args.get(*lock),
+                            Some(Role::SemPost { sem }) => args.get(*sem),
                             Some(Role::CondWait { mutex, .. }) => args.get(*mutex),
                             _ => continue,
                         };

@@ -427,7 +427,13 @@ fn features<'p, B: Backend<'p>>(
                                 true,
                                 true,
                             ),
-                            Some(Role::SemWait { .. }) | Some(Role::SemPost { .. }) => {
+                            Some(Role::SemWait { .. }) | Some(Role::SemPost { .. })
+                                if !locksets.sem_is_mutex(
+                                    tc.thread,
+                                    c,
+                                    crate::ir::EdgeId(ei as u32),
+                                ) =>
+                            {
                                 ("semaphores order and exclude threads", true, true)
                             }
                             // POSIX lets a read lock fail (EAGAIN: too many readers); the

@@ -16,6 +16,7 @@
 //! | `cond-signal` | `cond` | wakes waiters |
 //! | `barrier-wait` | `barrier` | waits for the other threads of the barrier |
 //! | `once` | `control`, `routine` | runs `routine()` once across all threads |
+//! | `sem-init` | `sem`, `value` | initialises `*sem` with the count `value` |
 //! | `sem-wait` / `sem-post` | `sem`, `kind` | semaphore down / up |
 //! | `atomic-begin` / `atomic-end` | | start / end of an atomic section (one global lock) |
 //! | `atomic-function` | | a defined function whose body runs atomically |
@@ -127,6 +128,13 @@ pub enum Role {
         control: usize,
         /// Argument: the routine to run.
         routine: usize,
+    },
+    /// Semaphore initialisation with a count.
+    SemInit {
+        /// Argument: pointer to the semaphore.
+        sem: usize,
+        /// Argument: the initial count.
+        value: usize,
     },
     /// Semaphore down.
     SemWait {
