@@ -438,8 +438,9 @@ fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
 
 /// The address a pointer local stands for: for `e` a load of a local `p` of `func` whose
 /// address is never taken, written exactly once, by `p = &O.f` where `O` reads only locals
-/// that are themselves written at most once and never through pointers, that address
-/// expression (so `m = &s->mutex; lock(m)` names the lock `s->mutex`). `None` otherwise.
+/// whose address is never taken and that no path from that definition writes again (so `O`
+/// denotes the same object wherever `p` is used), that address expression
+/// (so `m = &s->mutex; lock(m)` names the lock `s->mutex`). `None` otherwise.
 pub fn local_alias(program: &Program, func: FuncId, e: &Expr) -> Option<Expr> {
     let ExprKind::Load(lv) = &crate::ir::visit::strip_casts(e).kind else {
         return None;
@@ -448,17 +449,19 @@ pub fn local_alias(program: &Program, func: FuncId, e: &Expr) -> Option<Expr> {
         return None;
     };
     let cfg = program.function(func).body.as_ref()?;
-    let mut writes: FxHashMap<LocalId, usize> = FxHashMap::default();
-    let mut def: Option<&Expr> = None;
+    // Per local, the statements writing it (`None`: inline assembly, any number of times).
+    let mut writes: FxHashMap<LocalId, SmallVec<[Option<EdgeId>; 2]>> = FxHashMap::default();
+    let mut def: Option<(&Expr, EdgeId)> = None;
     let mut taken: FxHashSet<LocalId> = FxHashSet::default();
     crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
         taken.insert(l);
     });
-    for edge in &cfg.edges {
+    for (ei, edge) in cfg.edges.iter().enumerate() {
+        let eid = EdgeId(ei as u32);
         let written = match &edge.op {
             Op::Assign { lhs, rhs } => {
                 if lhs.host == Host::Var(Var::Local(*p)) && lhs.proj.is_empty() {
-                    def = Some(rhs);
+                    def = Some((rhs, eid));
                 }
                 Some(lhs)
             }
@@ -467,7 +470,7 @@ pub fn local_alias(program: &Program, func: FuncId, e: &Expr) -> Option<Expr> {
                 // Inline assembly may write its outputs any number of times.
                 for o in outputs {
                     if let Host::Var(Var::Local(l)) = o.host {
-                        *writes.entry(l).or_default() += 2;
+                        writes.entry(l).or_default().extend([None, None]);
                     }
                 }
                 None
@@ -479,25 +482,35 @@ pub fn local_alias(program: &Program, func: FuncId, e: &Expr) -> Option<Expr> {
             ..
         }) = written
         {
-            *writes.entry(*l).or_default() += 1;
+            writes.entry(*l).or_default().push(Some(eid));
         }
     }
-    if taken.contains(p) || writes.get(p) != Some(&1) {
+    if taken.contains(p) || writes.get(p).map_or(0, |w| w.len()) != 1 {
         return None;
     }
-    let rhs = crate::ir::visit::strip_casts(def?);
+    let (def, def_edge) = def?;
+    let rhs = crate::ir::visit::strip_casts(def);
     let ExprKind::AddrOf(target) = &rhs.kind else {
         return None;
     };
     if !matches!(target.proj.last(), Some(Proj::Field { .. })) {
         return None;
     }
+    let after_def = cfg.edge(def_edge).dst;
     let mut ok = true;
     crate::ir::visit::walk_lval(target, &mut |x| {
         if let ExprKind::Load(inner) = &x.kind {
             match (&inner.host, inner.proj.is_empty()) {
-                (Host::Var(Var::Local(l)), true)
-                    if !taken.contains(l) && writes.get(l).copied().unwrap_or(0) <= 1 => {}
+                (Host::Var(Var::Local(l)), true) if !taken.contains(l) => {
+                    // No write of `l` after the definition: `O` keeps denoting one object.
+                    let rewritten = writes.get(l).is_some_and(|ws| {
+                        ws.iter()
+                            .any(|w| w.is_none_or(|w| cfg.reaches(after_def, cfg.edge(w).src, &[])))
+                    });
+                    if rewritten {
+                        ok = false;
+                    }
+                }
                 _ => ok = false,
             }
         }

@@ -699,7 +699,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         continue;
                     }
                     let inst_locks =
-                        instance_locks(program, &inp.locksets.table, func, &mem, &locks);
+                        instance_locks(program, &inp.locksets.table, tc, c, &mem, &locks);
                     out.push(Access {
                         thread,
                         ctx: c,
@@ -718,12 +718,15 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
     out
 }
 
-/// The instance locks of an access (see [`Access::inst_locks`]): a symbolic lock `O.m` of the
-/// same function held while the access's lvalue is `O.f…`.
+/// The instance locks of an access (see [`Access::inst_locks`]): a symbolic lock `O.m` held
+/// while the access's lvalue is `O.f…`, in the function of the access or, through parameters
+/// its callers bind (`update(&s->f)` with `*p` accessed in `update`), in a caller at most
+/// [`INSTANCE_CALLER_DEPTH`] calls up.
 fn instance_locks(
     program: &Program,
     table: &crate::lockset::LockTable,
-    func: FuncId,
+    tc: &crate::context::ThreadContexts,
+    ctx: FnCtxId,
     mem: &MemAccess<'_>,
     locks: &LocksAt,
 ) -> SmallVec<[(CompId, u64); 1]> {
@@ -731,22 +734,78 @@ fn instance_locks(
     let AccessSite::Lval(lv) = mem.site else {
         return out;
     };
-    // `*d` with `d = &O.f` (a single-definition alias) is the lvalue `O.f`.
-    let expanded = match &lv.host {
-        crate::ir::Host::Deref(p) => {
-            crate::lockset::local_alias(program, func, p).and_then(|e| match e.kind {
-                crate::ir::ExprKind::AddrOf(target) => {
-                    let mut t = *target;
-                    t.proj.extend(lv.proj.iter().cloned());
-                    t.ty = lv.ty;
-                    Some(t)
-                }
-                _ => None,
-            })
+    let mut func = tc.ctx(ctx).func;
+    let mut ctx = ctx;
+    let mut lv = lv.clone();
+    for depth in 0..=INSTANCE_CALLER_DEPTH {
+        // `*d` with `d = &O.f` (a single-definition alias) is the lvalue `O.f`.
+        if let crate::ir::Host::Deref(p) = &lv.host
+            && let Some(crate::ir::ExprKind::AddrOf(target)) =
+                crate::lockset::local_alias(program, func, p).map(|e| e.kind)
+        {
+            let mut t = *target;
+            t.proj.extend(lv.proj.iter().cloned());
+            t.ty = lv.ty;
+            lv = t;
         }
-        _ => None,
-    };
-    let lv = expanded.as_ref().unwrap_or(lv);
+        instance_locks_in(program, table, func, &lv, locks, &mut out);
+        if depth == INSTANCE_CALLER_DEPTH {
+            break;
+        }
+        // `*p` with `p` a parameter the function never changes: `*arg` in the caller.
+        let crate::ir::Host::Deref(p) = &lv.host else {
+            break;
+        };
+        let Some(k) = unchanged_param(program, func, p) else {
+            break;
+        };
+        let mut callers = tc
+            .calls
+            .iter()
+            .filter(|(_, ts)| ts.iter().any(|t| t.ctx == ctx));
+        let Some(((caller, call_edge), _)) = callers.next() else {
+            break;
+        };
+        let caller_func = tc.ctx(*caller).func;
+        // Every caller context must call through the same statement (the same argument).
+        if callers.any(|((c, e), _)| tc.ctx(*c).func != caller_func || e != call_edge) {
+            break;
+        }
+        let arg = program
+            .function(caller_func)
+            .body
+            .as_ref()
+            .and_then(|cfg| cfg.edges.get(call_edge.0 as usize))
+            .and_then(|e| match &e.op {
+                crate::ir::Op::Call { args, .. } => args.get(k).cloned(),
+                _ => None,
+            });
+        let Some(arg) = arg else { break };
+        lv = crate::ir::Lval {
+            host: crate::ir::Host::Deref(Box::new(arg)),
+            proj: lv.proj.clone(),
+            ty: lv.ty,
+        };
+        func = caller_func;
+        ctx = *caller;
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// How many calls up [`instance_locks`] follows parameters.
+const INSTANCE_CALLER_DEPTH: usize = 2;
+
+/// The symbolic locks of `func` held (in `locks`) whose object is a prefix of `lv`.
+fn instance_locks_in(
+    program: &Program,
+    table: &crate::lockset::LockTable,
+    func: FuncId,
+    lv: &crate::ir::Lval,
+    locks: &LocksAt,
+    out: &mut SmallVec<[(CompId, u64); 1]>,
+) {
     for id in locks.sym.iter() {
         let Some(s) = table.sym(*id) else { continue };
         if s.func != func || lv.proj.len() <= s.proj_len {
@@ -765,9 +824,38 @@ fn instance_locks(
             out.push((s.comp, s.lock_off));
         }
     }
-    out.sort();
-    out.dedup();
-    out
+}
+
+/// For `e` a load of parameter number `k` of `func` that the body never writes and whose
+/// address it never takes, `Some(k)`.
+fn unchanged_param(program: &Program, func: FuncId, e: &crate::ir::Expr) -> Option<usize> {
+    let crate::ir::ExprKind::Load(lv) = &crate::ir::visit::strip_casts(e).kind else {
+        return None;
+    };
+    let (crate::ir::Host::Var(crate::ir::Var::Local(p)), true) = (&lv.host, lv.proj.is_empty())
+    else {
+        return None;
+    };
+    let f = program.function(func);
+    let k = f.params.iter().position(|x| x == p)?;
+    let cfg = f.body.as_ref()?;
+    let mut touched = false;
+    crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| touched |= l == *p);
+    for e in &cfg.edges {
+        let written = match &e.op {
+            crate::ir::Op::Assign { lhs, .. } => Some(lhs),
+            crate::ir::Op::Call { dest: Some(d), .. } => Some(d),
+            crate::ir::Op::Asm { .. } => {
+                touched = true;
+                None
+            }
+            _ => None,
+        };
+        if written.is_some_and(|w| w.host == crate::ir::Host::Var(crate::ir::Var::Local(*p))) {
+            touched = true;
+        }
+    }
+    (!touched).then_some(k)
 }
 
 /// Turns the racing pairs of each location into races: a must entry with every access of a
