@@ -57,6 +57,15 @@ pub enum Base {
     /// The code of a function: the target of a function pointer in the value analysis; never
     /// accessed as data.
     Func(FuncId),
+    /// The value `thread` associated with the thread-specific data key held in global `key`
+    /// (`pthread_setspecific` / `pthread_getspecific`): one pointer per thread, `NULL` until the
+    /// thread sets it. Only the value backend stores it; never accessed as data by the program.
+    Specific {
+        /// The thread owning the value.
+        thread: ThreadId,
+        /// The global variable holding the key.
+        key: GlobalId,
+    },
 }
 
 /// A half-open byte range `[lo, hi)` inside a base; `hi == u64::MAX` means "to the end".

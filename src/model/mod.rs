@@ -16,6 +16,8 @@
 //! | `cond-signal` | `cond` | wakes waiters |
 //! | `barrier-wait` | `barrier` | waits for the other threads of the barrier |
 //! | `once` | `control`, `routine` | runs `routine()` once across all threads |
+//! | `key-create` | `key` | creates a thread-specific data key, stored in `*key` |
+//! | `specific-get` / `specific-set` | `key`, `value` | reads / sets the calling thread's value for a key |
 //! | `sem-init` | `sem`, `value` | initialises `*sem` with the count `value` |
 //! | `sem-wait` / `sem-post` | `sem`, `kind` | semaphore down / up |
 //! | `atomic-begin` / `atomic-end` | | start / end of an atomic section (one global lock) |
@@ -128,6 +130,23 @@ pub enum Role {
         control: usize,
         /// Argument: the routine to run.
         routine: usize,
+    },
+    /// Creation of a thread-specific data key (`pthread_key_create`).
+    KeyCreate {
+        /// Argument: where the key is stored.
+        key: usize,
+    },
+    /// The calling thread's value for a thread-specific data key (`pthread_getspecific`).
+    SpecificGet {
+        /// Argument: the key.
+        key: usize,
+    },
+    /// Sets the calling thread's value for a thread-specific data key (`pthread_setspecific`).
+    SpecificSet {
+        /// Argument: the key.
+        key: usize,
+        /// Argument: the value.
+        value: usize,
     },
     /// Semaphore initialisation with a count.
     SemInit {

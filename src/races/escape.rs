@@ -121,7 +121,7 @@ impl Escape {
             Base::Global(g) => self.globals.contains(g) || self.external.contains(g),
             Base::Local { func, local, .. } => self.locals.contains(&(*func, *local)),
             Base::Heap { .. } => true,
-            Base::Str(_) | Base::Hidden(_) | Base::Func(_) => false,
+            Base::Str(_) | Base::Hidden(_) | Base::Func(_) | Base::Specific { .. } => false,
         }
     }
 }
@@ -151,6 +151,9 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         | Role::AtomicEnd
         | Role::Alloc
         | Role::SemInit { .. }
+        | Role::KeyCreate { .. }
+        | Role::SpecificGet { .. }
+        | Role::SpecificSet { .. }
         | Role::MutexAttrSettype { .. } => (0..n).collect(),
         // The exit value of a thread reaches its joiner.
         Role::ThreadExit | Role::AtomicFunction => Vec::new(),

@@ -364,6 +364,7 @@ pub fn base_name(p: &Program, b: &Base, off: u64) -> String {
         Base::Str(_) => "<string>".to_string(),
         Base::Hidden(f) => format!("<state of {}()>", p.function(*f).name),
         Base::Func(f) => p.function(*f).name.clone(),
+        Base::Specific { key, .. } => format!("<thread-specific value of {}>", p.global(*key).name),
     };
     if off == 0 {
         name

@@ -377,7 +377,7 @@ impl ThreadGraph {
         let unique = |t: &ThreadId| self.threads.get(t.0 as usize).is_some_and(|x| x.unique);
         match base {
             Base::Global(g) => !program.global(*g).thread_local,
-            Base::Local { thread, .. } => unique(thread),
+            Base::Local { thread, .. } | Base::Specific { thread, .. } => unique(thread),
             Base::Heap { thread, .. } => unique(thread) && backend.single_object(base),
             Base::Str(_) | Base::Hidden(_) | Base::Func(_) => true,
         }

@@ -19,6 +19,7 @@ use crate::backend::Base;
 use crate::backend::syntactic::bitfield_location;
 use crate::context::{CallKind, CallSite, CallTarget, ThreadId};
 use crate::dataflow::{At, Callees, Domain};
+use crate::ir::GlobalId;
 use crate::ir::types::{IntKind, TypeKind};
 use crate::ir::visit::strip_casts;
 use crate::ir::{
@@ -179,6 +180,9 @@ pub struct Interp<'a, 'p> {
     pub shared: &'a Shared,
     /// Locals whose address is taken.
     pub addr_taken: &'a FxHashSet<(FuncId, LocalId)>,
+    /// Globals holding thread-specific data keys whose values are modelled
+    /// ([`specific_keys`]).
+    pub specific_keys: &'a FxHashSet<GlobalId>,
     /// What the analysis produced.
     pub effects: Effects,
 }
@@ -282,7 +286,7 @@ impl<'p> Interp<'_, 'p> {
             } => *thread != self.thread || self.addr_taken.contains(&(*func, *local)),
             Base::Global(g) => !self.program.global(*g).thread_local,
             Base::Heap { .. } => true,
-            Base::Str(_) | Base::Hidden(_) | Base::Func(_) => false,
+            Base::Str(_) | Base::Hidden(_) | Base::Func(_) | Base::Specific { .. } => false,
         }
     }
 
@@ -884,6 +888,31 @@ impl<'p> Interp<'_, 'p> {
                 result = Some(Val::address(base, Interval::constant(0)));
             }
             Some(Role::Nondet) | Some(Role::Free { .. }) => {}
+            Some(Role::SpecificSet { key, value }) => {
+                if let Some(g) = args.get(*key).and_then(|k| self.specific_key(k))
+                    && let Some(v) = args.get(*value)
+                {
+                    let val = self.eval(s, func, v);
+                    let size = self.types().size_of(v.ty).unwrap_or(8);
+                    let b = Base::Specific {
+                        thread: self.thread,
+                        key: g,
+                    };
+                    self.store(&mut out, b, Interval::constant(0), size, &val, true);
+                }
+            }
+            Some(Role::SpecificGet { key }) => {
+                if let Some(g) = args.get(*key).and_then(|k| self.specific_key(k))
+                    && let Some(ty) = dest_ty
+                {
+                    let size = self.types().size_of(ty).unwrap_or(8);
+                    let b = Base::Specific {
+                        thread: self.thread,
+                        key: g,
+                    };
+                    result = Some(self.read(&out, &b, Interval::constant(0), size));
+                }
+            }
             Some(Role::Assume { cond }) => {
                 if let Some(c) = args.get(*cond)
                     && !self.assume(&mut out, func, c, true)
@@ -963,6 +992,17 @@ impl<'p> Interp<'_, 'p> {
             self.assign(&mut out, func, d, &v);
         }
         out
+    }
+
+    /// The modelled key global whose value the key expression `k` loads.
+    fn specific_key(&self, k: &Expr) -> Option<GlobalId> {
+        match &strip_casts(k).kind {
+            ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
+                Host::Var(Var::Global(g)) if self.specific_keys.contains(&g) => Some(g),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// `*p = v` (p an expression of pointer type).
@@ -1208,6 +1248,115 @@ impl<'p> Interp<'_, 'p> {
         }
         s
     }
+}
+
+/// Globals holding thread-specific data keys whose per-thread values the value analysis keeps
+/// ([`Base::Specific`]): every key argument of `pthread_getspecific` / `pthread_setspecific`
+/// loads one such global; the program never assigns it, takes its address only for the one
+/// `pthread_key_create` that creates it, and that call runs at most once (in `main`, outside
+/// loops), so one global names one key for the whole run. Empty when any key is held
+/// elsewhere (every value then stays unknown). POSIX.1-2017 `pthread_key_create`.
+pub fn specific_keys(program: &Program, roles: &Roles) -> FxHashSet<GlobalId> {
+    let global_of = |e: &Expr, addr: bool| -> Option<GlobalId> {
+        match &strip_casts(e).kind {
+            ExprKind::Load(lv) if lv.proj.is_empty() && !addr => match lv.host {
+                Host::Var(Var::Global(g)) => Some(g),
+                _ => None,
+            },
+            ExprKind::AddrOf(lv) if addr && lv.proj.is_empty() => match lv.host {
+                Host::Var(Var::Global(g)) => Some(g),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let mut used = FxHashSet::default();
+    // Per key global, its create statements (function, in a loop).
+    let mut creates: FxHashMap<GlobalId, Vec<(FuncId, bool)>> = FxHashMap::default();
+    let mut create_args: FxHashSet<(FuncId, crate::ir::EdgeId)> = FxHashSet::default();
+    for (fi, f) in program.functions.iter().enumerate() {
+        let func = FuncId(fi as u32);
+        let Some(cfg) = &f.body else { continue };
+        let in_loop = crate::threads::loop_nodes(cfg);
+        for (ei, e) in cfg.edges.iter().enumerate() {
+            let Op::Call { args, .. } = &e.op else {
+                continue;
+            };
+            match roles.of_call(&e.op) {
+                Some(Role::SpecificGet { key }) | Some(Role::SpecificSet { key, .. }) => {
+                    match args.get(*key).and_then(|k| global_of(k, false)) {
+                        Some(g) => {
+                            used.insert(g);
+                        }
+                        None => return FxHashSet::default(),
+                    }
+                }
+                Some(Role::KeyCreate { key }) => {
+                    let Some(g) = args.get(*key).and_then(|k| global_of(k, true)) else {
+                        return FxHashSet::default();
+                    };
+                    creates
+                        .entry(g)
+                        .or_default()
+                        .push((func, in_loop[e.src.0 as usize]));
+                    create_args.insert((func, crate::ir::EdgeId(ei as u32)));
+                }
+                _ => {}
+            }
+        }
+    }
+    // Globals written or whose address is taken other than by their key creation.
+    let mut touched: FxHashSet<GlobalId> = FxHashSet::default();
+    for (fi, f) in program.functions.iter().enumerate() {
+        let func = FuncId(fi as u32);
+        let Some(cfg) = &f.body else { continue };
+        for (ei, e) in cfg.edges.iter().enumerate() {
+            let written = match &e.op {
+                Op::Assign { lhs, .. } => Some(lhs),
+                Op::Call { dest: Some(d), .. } => Some(d),
+                _ => None,
+            };
+            if let Some(Lval {
+                host: Host::Var(Var::Global(g)),
+                ..
+            }) = written
+            {
+                touched.insert(*g);
+            }
+            if create_args.contains(&(func, crate::ir::EdgeId(ei as u32))) {
+                continue;
+            }
+            crate::ir::visit::op_exprs(&e.op, &mut |x| {
+                if let ExprKind::AddrOf(lv) = &x.kind
+                    && let Host::Var(Var::Global(g)) = lv.host
+                {
+                    touched.insert(g);
+                }
+            });
+        }
+    }
+    for g in &program.globals {
+        for item in &g.init {
+            if let crate::ir::InitValue::Expr(e) = &item.value {
+                crate::ir::visit::walk_expr(e, &mut |x| {
+                    if let ExprKind::AddrOf(lv) = &x.kind
+                        && let Host::Var(Var::Global(k)) = lv.host
+                    {
+                        touched.insert(k);
+                    }
+                });
+            }
+        }
+    }
+    let main = program.function_by_name("main");
+    used.retain(|g| {
+        !touched.contains(g)
+            && !program.global(*g).thread_local
+            && creates
+                .get(g)
+                .is_some_and(|c| matches!(c.as_slice(), [(f, false)] if Some(*f) == main))
+    });
+    used
 }
 
 /// Locals whose address the program takes (they may be read and written through pointers,

@@ -339,6 +339,11 @@ impl Frame {
             Base::Local { .. } | Base::Heap { .. } => Obj::empty(),
             Base::Str(_) => Obj::filled(Val::int(Interval::new(-128, 255))),
             Base::Hidden(_) | Base::Func(_) => Obj::filled(top()),
+            // A thread's thread-specific values are NULL until it sets them.
+            Base::Specific { thread, .. } if *thread == self.thread => {
+                Obj::filled(Val::int(Interval::constant(0)))
+            }
+            Base::Specific { .. } => Obj::empty(),
         }
     }
 

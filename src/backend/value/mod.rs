@@ -59,6 +59,7 @@ pub struct ValueBackend<'p> {
     budget: u64,
     globals: Rc<Vec<Obj>>,
     addr_taken: FxHashSet<(FuncId, LocalId)>,
+    specific_keys: FxHashSet<crate::ir::GlobalId>,
     shared: Shared,
     creates: FxHashMap<CallSite, (State, Val)>,
     solutions: FxHashMap<ThreadId, Solution<State>>,
@@ -126,6 +127,7 @@ impl<'p> ValueBackend<'p> {
     /// the call-string length of contexts.
     pub fn new(program: &'p Program, roles: &'p Roles, depth: usize) -> ValueBackend<'p> {
         let addr_taken = interp::address_taken_locals(program);
+        let specific_keys = interp::specific_keys(program, roles);
         let edges: usize = program
             .functions
             .iter()
@@ -145,6 +147,7 @@ impl<'p> ValueBackend<'p> {
             budget: VISIT_BUDGET,
             globals: Rc::new(Vec::new()),
             addr_taken,
+            specific_keys,
             shared: Shared::default(),
             creates: FxHashMap::default(),
             solutions: FxHashMap::default(),
@@ -173,6 +176,7 @@ impl<'p> ValueBackend<'p> {
                 .unwrap_or(thread == ThreadId::MAIN),
             shared: &self.shared,
             addr_taken: &self.addr_taken,
+            specific_keys: &self.specific_keys,
             effects: interp::Effects::default(),
         }
     }
