@@ -1472,101 +1472,31 @@ impl LocksetResult {
     ) -> Vec<Inherited> {
         let mut out = vec![Inherited::default(); graph.threads.len()];
         for t in &graph.threads {
-            let (Some(site), [parent]) = (t.site, t.parents.as_slice()) else {
+            let Some(site) = t.site else {
                 continue;
             };
-            let Some(cfg) = &program.function(site.func).body else {
-                continue;
-            };
-            let Some(node) = cfg.edges.get(site.edge.0 as usize).map(|e| e.src) else {
-                continue;
-            };
-            let tc = graph.contexts(*parent);
-            let mut must: Option<SmallSet<Held>> = None;
-            let mut may = SmallSet::new();
-            let mut hist: Option<SmallSet<LockId>> = None;
-            let mut creation_since: Option<SinceSets> = None;
-            for c in tc.ids().filter(|c| tc.ctx(*c).func == site.func) {
-                if let Some(at) = self.at(*parent, c, node) {
-                    creation_since = Some(match creation_since {
-                        // A sibling counts only when every context says so.
-                        Some(prev) => prev
-                            .into_iter()
-                            .filter_map(|(x, s)| {
-                                let t = at.since(x).intersection(&s);
-                                (!t.is_empty()).then_some((x, t))
-                            })
-                            .collect(),
-                        None => at.since.clone(),
-                    });
-                    must = Some(match must {
-                        Some(m) => m.intersection(&at.must),
-                        None => at.must.clone(),
-                    });
-                    hist = Some(match hist {
-                        Some(h) => h.intersection(&at.hist),
-                        None => at.hist.clone(),
-                    });
-                    may = may.union(&at.may);
-                }
+            // With several parents (a create statement several threads run), what every
+            // parent guarantees.
+            let mut all: Option<Inherited> = None;
+            for parent in &t.parents {
+                let mine =
+                    self.inherited_from(program, roles, backend, graph, active, t, *parent, site);
+                all = Some(match all {
+                    None => mine,
+                    Some(prev) => Inherited {
+                        must: prev.must.intersection(&mine.must),
+                        may: prev.may.union(&mine.may),
+                        ancestral: SmallSet::new(),
+                        ever: SmallSet::new(),
+                        creation_hist: prev.creation_hist.intersection(&mine.creation_hist),
+                        // Sibling orders are per parent.
+                        creation_since: SinceSets::default(),
+                    },
+                });
             }
-            let creation_hist = hist.unwrap_or_default();
-            let creation_since = creation_since.unwrap_or_default();
-            let mut must = must.unwrap_or_default();
-            must.retain(|h| h.lock != LockId::UNKNOWN);
-            if !must.is_empty() {
-                // Drop locks the parent may release while the thread may be active.
-                for c in tc.ids() {
-                    let func = tc.ctx(c).func;
-                    let Some(pcfg) = &program.function(func).body else {
-                        continue;
-                    };
-                    for (ei, e) in pcfg.edges.iter().enumerate() {
-                        let Op::Call {
-                            callee: Callee::Direct(f),
-                            args,
-                            ..
-                        } = &e.op
-                        else {
-                            continue;
-                        };
-                        let arg = match roles.get(*f) {
-                            Some(Role::Unlock { lock }) => args.get(*lock),
-                            Some(Role::SemPost { sem }) => args.get(*sem),
-                            Some(Role::CondWait { mutex, .. }) => args.get(*mutex),
-                            _ => continue,
-                        };
-                        if !self.reachable(*parent, c, e.src) || !active(*parent, c, e.src, t.id) {
-                            continue;
-                        }
-                        let released = arg.and_then(|a| {
-                            lock_targets(
-                                program,
-                                backend,
-                                graph,
-                                tc,
-                                c,
-                                EdgeId(ei as u32),
-                                a,
-                                &mut self.table,
-                                false,
-                            )
-                        });
-                        match released {
-                            Some(ls) => must.retain(|h| !ls.contains(&h.lock)),
-                            None => must = SmallSet::new(),
-                        }
-                    }
-                }
+            if let Some(inh) = all {
+                out[t.id.0 as usize] = inh;
             }
-            out[t.id.0 as usize] = Inherited {
-                must,
-                may,
-                ancestral: SmallSet::new(),
-                ever: SmallSet::new(),
-                creation_hist,
-                creation_since,
-            };
         }
         // Ancestral locks (parents before children: ids grow along discovery) and the locks
         // each thread ever holds.
@@ -1587,6 +1517,114 @@ impl LocksetResult {
             }
         }
         out
+    }
+
+    /// What `parent` guarantees thread `t`, which it creates at `site` (see [`Inherited`]).
+    #[allow(clippy::too_many_arguments)]
+    fn inherited_from<'p, B: Backend<'p>>(
+        &mut self,
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &crate::threads::ThreadGraph,
+        active: &dyn Fn(ThreadId, FnCtxId, NodeId, ThreadId) -> bool,
+        t: &crate::threads::Thread,
+        parent: ThreadId,
+        site: crate::context::CallSite,
+    ) -> Inherited {
+        let parent = &parent;
+        let Some(cfg) = &program.function(site.func).body else {
+            return Inherited::default();
+        };
+        let Some(node) = cfg.edges.get(site.edge.0 as usize).map(|e| e.src) else {
+            return Inherited::default();
+        };
+        let tc = graph.contexts(*parent);
+        let mut must: Option<SmallSet<Held>> = None;
+        let mut may = SmallSet::new();
+        let mut hist: Option<SmallSet<LockId>> = None;
+        let mut creation_since: Option<SinceSets> = None;
+        for c in tc.ids().filter(|c| tc.ctx(*c).func == site.func) {
+            if let Some(at) = self.at(*parent, c, node) {
+                creation_since = Some(match creation_since {
+                    // A sibling counts only when every context says so.
+                    Some(prev) => prev
+                        .into_iter()
+                        .filter_map(|(x, s)| {
+                            let t = at.since(x).intersection(&s);
+                            (!t.is_empty()).then_some((x, t))
+                        })
+                        .collect(),
+                    None => at.since.clone(),
+                });
+                must = Some(match must {
+                    Some(m) => m.intersection(&at.must),
+                    None => at.must.clone(),
+                });
+                hist = Some(match hist {
+                    Some(h) => h.intersection(&at.hist),
+                    None => at.hist.clone(),
+                });
+                may = may.union(&at.may);
+            }
+        }
+        let creation_hist = hist.unwrap_or_default();
+        let creation_since = creation_since.unwrap_or_default();
+        let mut must = must.unwrap_or_default();
+        must.retain(|h| h.lock != LockId::UNKNOWN);
+        if !must.is_empty() {
+            // Drop locks the parent may release while the thread may be active.
+            for c in tc.ids() {
+                let func = tc.ctx(c).func;
+                let Some(pcfg) = &program.function(func).body else {
+                    continue;
+                };
+                for (ei, e) in pcfg.edges.iter().enumerate() {
+                    let Op::Call {
+                        callee: Callee::Direct(f),
+                        args,
+                        ..
+                    } = &e.op
+                    else {
+                        continue;
+                    };
+                    let arg = match roles.get(*f) {
+                        Some(Role::Unlock { lock }) => args.get(*lock),
+                        Some(Role::SemPost { sem }) => args.get(*sem),
+                        Some(Role::CondWait { mutex, .. }) => args.get(*mutex),
+                        _ => continue,
+                    };
+                    if !self.reachable(*parent, c, e.src) || !active(*parent, c, e.src, t.id) {
+                        continue;
+                    }
+                    let released = arg.and_then(|a| {
+                        lock_targets(
+                            program,
+                            backend,
+                            graph,
+                            tc,
+                            c,
+                            EdgeId(ei as u32),
+                            a,
+                            &mut self.table,
+                            false,
+                        )
+                    });
+                    match released {
+                        Some(ls) => must.retain(|h| !ls.contains(&h.lock)),
+                        None => must = SmallSet::new(),
+                    }
+                }
+            }
+        }
+        Inherited {
+            must,
+            may,
+            ancestral: SmallSet::new(),
+            ever: SmallSet::new(),
+            creation_hist,
+            creation_since,
+        }
     }
 }
 

@@ -501,13 +501,18 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         // Locks.
         let inh_a = &inp.inherited[a.thread.0 as usize];
         let inh_b = &inp.inherited[b.thread.0 as usize];
-        let parent = |t: ThreadId| inp.graph.thread(t).parents.first().copied();
+        let parents = |t: ThreadId| inp.graph.thread(t).parents.as_slice();
+        let is_parent = |p: ThreadId, t: ThreadId| parents(t).contains(&p);
+        let share_parent = parents(a.thread)
+            .iter()
+            .any(|p| parents(b.thread).contains(p));
         // Locks held by the accessing threads, or by their parents for their whole lives
-        // (different parents cannot hold the same lock at the same time).
+        // (different parents cannot hold the same lock at the same time; every parent of a
+        // thread with several holds the inherited locks).
         let protected = sets_exclude(&a.locks.must, &b.locks.must)
-            || (parent(b.thread) != Some(a.thread) && sets_exclude(&a.locks.must, &inh_b.must))
-            || (parent(a.thread) != Some(b.thread) && sets_exclude(&b.locks.must, &inh_a.must))
-            || (parent(a.thread) != parent(b.thread) && sets_exclude(&inh_a.must, &inh_b.must));
+            || (!is_parent(a.thread, b.thread) && sets_exclude(&a.locks.must, &inh_b.must))
+            || (!is_parent(b.thread, a.thread) && sets_exclude(&b.locks.must, &inh_a.must))
+            || (!share_parent && sets_exclude(&inh_a.must, &inh_b.must));
         // Locks ancestors hold for the threads' whole lives: a thread holding one at its
         // access, or two different holders, exclude each other.
         let (held_a, held_b) = (
@@ -528,7 +533,23 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             });
         // The same bytes are in the same instance, whose lock both hold.
         let instance = a.inst_locks.iter().any(|l| b.inst_locks.contains(l));
-        if protected || instance {
+        // A `pthread_once` routine (holding its once-lock in write mode) ends before any
+        // `pthread_once` on the same control returns: before the creation of a thread whose
+        // every parent had returned from one (holds the once-lock in read mode for the
+        // thread's life; a thread created inside the routine sees it in write mode).
+        let table = &inp.locksets.table;
+        let once_before = |x: &Signature, inh: &Inherited| {
+            x.locks.must.iter().any(|h| {
+                h.mode == crate::model::LockMode::Write
+                    && matches!(table.key(h.lock), crate::lockset::LockKey::Once(..))
+                    && inh
+                        .must
+                        .iter()
+                        .any(|g| g.lock == h.lock && g.mode == crate::model::LockMode::Read)
+            })
+        };
+        let once = once_before(a, inh_b) || once_before(b, inh_a);
+        if protected || instance || once {
             return None;
         }
         if ordered_by_lock_history(inp.inherited, tf, a, b)
