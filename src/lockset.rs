@@ -15,6 +15,10 @@
 //! - `pthread_once(&c, f)` runs `f` holding the once-lock of `c` in write mode, and the caller
 //!   holds it in read mode afterwards, so the routine's accesses are ordered before the accesses
 //!   that follow any `pthread_once(&c, ...)`;
+//! - a barrier wait adds the barrier's pseudo-lock in read mode (it excludes nothing):
+//!   [`LocksetResult::barrier_orders`] orders what a participant does before its wait before
+//!   what another does after its own, when the barrier's participants are unique threads that
+//!   each wait once and are no more than its count (all must arrive for any to pass);
 //! - a condition wait releases and re-takes its mutex (the lockset is unchanged); semaphores
 //!   count in `may` only (they order threads but do not exclude them), except **binary
 //!   semaphores**: a semaphore whose every `sem_init` sets the count to exactly 1 and whose
@@ -64,6 +68,9 @@ pub enum LockKey {
     Addr(Base, u64),
     /// The once-lock of a once-control object.
     Once(Base, u64),
+    /// "Has passed the barrier" (held in read mode after `pthread_barrier_wait`, so it never
+    /// excludes anything; see [`LocksetResult::barrier_orders`]).
+    Barrier(Base, u64),
 }
 
 /// A held lock and the mode it is held in.
@@ -202,6 +209,14 @@ impl Default for LockTable {
 }
 
 impl LockTable {
+    /// The barrier pseudo-lock of the object whose lock identity is `l`.
+    fn barrier_of(&mut self, l: LockId) -> LockId {
+        match self.key(l) {
+            LockKey::Addr(b, off) => self.intern(LockKey::Barrier(b, off)),
+            _ => l,
+        }
+    }
+
     fn intern(&mut self, k: LockKey) -> LockId {
         if let Some(&id) = self.index.get(&k) {
             return id;
@@ -994,6 +1009,35 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         }
                         out.push(f);
                     }
+                    Some(Role::BarrierWait { barrier }) => {
+                        let ids = args.get(barrier).and_then(|a| {
+                            lock_targets(
+                                self.program,
+                                self.backend,
+                                self.graph,
+                                self.tc,
+                                ctx,
+                                eid,
+                                a,
+                                self.table,
+                                false,
+                            )
+                        });
+                        let mut f = fact.clone();
+                        if let Some(ids) = ids {
+                            for &l in &ids {
+                                let h = Held {
+                                    lock: self.table.barrier_of(l),
+                                    mode: LockMode::Read,
+                                };
+                                if ids.len() == 1 {
+                                    f.must.insert(h);
+                                }
+                                f.may.insert(h);
+                            }
+                        }
+                        out.push(f);
+                    }
                     Some(Role::AtomicBegin) => out.push(Self::add(
                         fact,
                         Held {
@@ -1213,6 +1257,9 @@ pub struct LocksetResult {
     solutions: Vec<Solution<dataflow::Facts<LockFact>>>,
     /// Semaphore waits and posts on binary semaphores ([`LocksetResult::sem_is_mutex`]).
     sem_mutex_ops: FxHashSet<(ThreadId, FnCtxId, EdgeId)>,
+    /// Barriers that order their participants ([`LocksetResult::barrier_orders`]): pseudo-lock
+    /// and participant threads.
+    barriers: FxHashMap<LockId, SmallVec<[ThreadId; 4]>>,
 }
 
 impl LocksetResult {
@@ -1222,6 +1269,7 @@ impl LocksetResult {
             table: LockTable::default(),
             solutions: Vec::new(),
             sem_mutex_ops: FxHashSet::default(),
+            barriers: FxHashMap::default(),
         }
     }
 
@@ -1245,10 +1293,12 @@ impl LocksetResult {
                 table,
                 solutions,
                 sem_mutex_ops: FxHashSet::default(),
+                barriers: FxHashMap::default(),
             };
             let failed = result.unheld_posts(program, roles, backend, graph, &binary);
             if failed.is_empty() || binary.is_empty() {
                 result.sem_mutex_ops = result.sem_ops_on(program, roles, backend, graph, &binary);
+                result.barriers = result.ordering_barriers(program, roles, backend, graph);
                 return result;
             }
             binary.retain(|l| !failed.contains(l));
@@ -1382,6 +1432,122 @@ impl LocksetResult {
             }
         }
         out
+    }
+
+    /// Barriers whose waits order their participants: every `pthread_barrier_init` of the
+    /// barrier gives the same constant count `n`; the threads that may wait on it are unique,
+    /// each with one wait statement that runs at most once per run (in a context that runs
+    /// once, outside loops), and there are at most `n` of them. Then no participant passes
+    /// before every participant has arrived. Barriers whose waits or initialisations name an
+    /// unknown object make every barrier unordered.
+    fn ordering_barriers<'p, B: Backend<'p>>(
+        &mut self,
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &ThreadGraph,
+    ) -> FxHashMap<LockId, SmallVec<[ThreadId; 4]>> {
+        let mut waits: FxHashMap<LockId, SmallVec<[ThreadId; 4]>> = FxHashMap::default();
+        let mut bad: FxHashSet<LockId> = FxHashSet::default();
+        let mut counts: FxHashMap<LockId, Option<i128>> = FxHashMap::default();
+        for tc in &graph.contexts {
+            let unique = graph.thread(tc.thread).unique;
+            let mut once = crate::threads::runs_at_most_once(program, tc);
+            for c in tc.ids() {
+                let Some(cfg) = &program.function(tc.ctx(c).func).body else {
+                    continue;
+                };
+                for (ei, e) in cfg.edges.iter().enumerate() {
+                    let Op::Call {
+                        callee: Callee::Direct(f),
+                        args,
+                        ..
+                    } = &e.op
+                    else {
+                        continue;
+                    };
+                    let eid = EdgeId(ei as u32);
+                    let (arg, count) = match roles.get(*f) {
+                        Some(Role::BarrierWait { barrier }) => (args.get(*barrier), None),
+                        Some(Role::BarrierInit { barrier, count }) => {
+                            (args.get(*barrier), Some(args.get(*count)))
+                        }
+                        _ => continue,
+                    };
+                    let targets = arg.and_then(|a| {
+                        lock_targets(
+                            program,
+                            backend,
+                            graph,
+                            tc,
+                            c,
+                            eid,
+                            a,
+                            &mut self.table,
+                            false,
+                        )
+                    });
+                    let Some(targets) = targets else {
+                        return FxHashMap::default();
+                    };
+                    let ids: SmallVec<[LockId; 2]> =
+                        targets.iter().map(|l| self.table.barrier_of(*l)).collect();
+                    match count {
+                        Some(n) => {
+                            let n = n.and_then(|n| {
+                                let r = backend.value(&tc.context(c, eid), n);
+                                r.lo.filter(|lo| r.hi == Some(*lo) && ids.len() == 1)
+                            });
+                            for l in ids {
+                                let prev = counts.entry(l).or_insert(n);
+                                if *prev != n {
+                                    *prev = None;
+                                }
+                            }
+                        }
+                        None => {
+                            if !self.reachable(tc.thread, c, e.src) {
+                                continue;
+                            }
+                            for l in ids.iter() {
+                                let w = waits.entry(*l).or_default();
+                                if !unique
+                                    || ids.len() != 1
+                                    || !once(c, eid)
+                                    || w.contains(&tc.thread)
+                                {
+                                    bad.insert(*l);
+                                }
+                                w.push(tc.thread);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        waits.retain(|l, ts| {
+            !bad.contains(l)
+                && counts
+                    .get(l)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|n| ts.len() as i128 <= n)
+        });
+        waits
+    }
+
+    /// Whether a barrier orders access `a` (of thread `ta`, locks `la`) before access `b`
+    /// (of `tb`, locks `lb`): both threads take part in an ordering barrier
+    /// ([`Self::ordering_barriers`]), `b` comes after `tb`'s wait on every path, and `a`
+    /// before `ta`'s wait on every path.
+    pub fn barrier_orders(&self, ta: ThreadId, la: &LocksAt, tb: ThreadId, lb: &LocksAt) -> bool {
+        ta != tb
+            && self.barriers.iter().any(|(l, parts)| {
+                parts.contains(&ta)
+                    && parts.contains(&tb)
+                    && lb.must.iter().any(|h| h.lock == *l)
+                    && !la.may.iter().any(|h| h.lock == *l)
+            })
     }
 
     /// Whether the semaphore wait or post `eid` of function context `ctx` of `thread` operates

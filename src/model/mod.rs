@@ -14,6 +14,7 @@
 //! | `unlock` | `lock` | releases `*lock` |
 //! | `cond-wait` | `cond`, `mutex` | releases `*mutex`, waits, takes it again |
 //! | `cond-signal` | `cond` | wakes waiters |
+//! | `barrier-init` | `barrier`, `count` | initialises `*barrier` for `count` threads |
 //! | `barrier-wait` | `barrier` | waits for the other threads of the barrier |
 //! | `once` | `control`, `routine` | runs `routine()` once across all threads |
 //! | `key-create` | `key` | creates a thread-specific data key, stored in `*key` |
@@ -118,6 +119,13 @@ pub enum Role {
     CondSignal {
         /// Argument: pointer to the condition variable.
         cond: usize,
+    },
+    /// Barrier initialisation.
+    BarrierInit {
+        /// Argument: pointer to the barrier.
+        barrier: usize,
+        /// Argument: how many threads the barrier waits for.
+        count: usize,
     },
     /// Barrier wait.
     BarrierWait {

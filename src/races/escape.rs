@@ -151,6 +151,7 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         | Role::AtomicEnd
         | Role::Alloc
         | Role::SemInit { .. }
+        | Role::BarrierInit { .. }
         | Role::KeyCreate { .. }
         | Role::SpecificGet { .. }
         | Role::SpecificSet { .. }

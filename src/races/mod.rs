@@ -549,7 +549,13 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             })
         };
         let once = once_before(a, inh_b) || once_before(b, inh_a);
-        if protected || instance || once {
+        let barrier = inp
+            .locksets
+            .barrier_orders(a.thread, &a.locks, b.thread, &b.locks)
+            || inp
+                .locksets
+                .barrier_orders(b.thread, &b.locks, a.thread, &a.locks);
+        if protected || instance || once || barrier {
             return None;
         }
         if ordered_by_lock_history(inp.inherited, tf, a, b)

@@ -339,6 +339,7 @@ pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<S
                 LockKey::Atomic => "<atomic section>".to_string(),
                 LockKey::Addr(b, off) => base_name(p, &b, off),
                 LockKey::Once(b, off) => format!("<once {}>", base_name(p, &b, off)),
+                LockKey::Barrier(b, off) => format!("<passed {}>", base_name(p, &b, off)),
             };
             match h.mode {
                 LockMode::Write => name,

@@ -173,6 +173,23 @@ fn context_multiplicity(
     mult
 }
 
+/// For each function context of a thread, whether it runs at most once per run of the thread,
+/// and a test of whether a statement of a function lies on a loop (see [`loop_nodes`]).
+pub fn runs_at_most_once(
+    program: &Program,
+    tc: &ThreadContexts,
+) -> impl FnMut(FnCtxId, EdgeId) -> bool {
+    let mut loops = LoopCache::default();
+    let mult = context_multiplicity(program, tc, &mut loops);
+    let funcs: Vec<FuncId> = tc.ctxs.iter().map(|c| c.func).collect();
+    move |c: FnCtxId, e: EdgeId| {
+        mult.get(c.0 as usize).is_some_and(|m| *m <= 1)
+            && funcs
+                .get(c.0 as usize)
+                .is_some_and(|f| !loops.edge_in_loop(program, *f, e))
+    }
+}
+
 /// Loop membership of CFG nodes, computed once per function.
 #[derive(Default)]
 struct LoopCache {
