@@ -19,6 +19,10 @@
 //!   [`LocksetResult::barrier_orders`] orders what a participant does before its wait before
 //!   what another does after its own, when the barrier's participants are unique threads that
 //!   each wait once and are no more than its count (all must arrive for any to pass);
+//! - a **flag** (a global whose only stores set one constant, different from its initial value,
+//!   so that once set it stays set) orders what its only setter (a unique thread) does before
+//!   setting it before what another thread does after a branch that needs it set
+//!   ([`LocksetResult::flag_orders`]; sequential consistency, as SV-COMP assumes);
 //! - a condition wait releases and re-takes its mutex (the lockset is unchanged); semaphores
 //!   count in `may` only (they order threads but do not exclude them), except **binary
 //!   semaphores**: a semaphore whose every `sem_init` sets the count to exactly 1 and whose
@@ -34,7 +38,8 @@ use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
 use crate::ir::Proj;
 use crate::ir::types::CompId;
 use crate::ir::{
-    Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program, Var,
+    Callee, Edge, EdgeId, Expr, ExprKind, FuncId, GlobalId, Host, LocalId, Lval, NodeId, Op,
+    Program, Var,
 };
 use crate::model::{LockKind, LockMode, Role, Roles};
 use crate::threads::ThreadGraph;
@@ -71,6 +76,11 @@ pub enum LockKey {
     /// "Has passed the barrier" (held in read mode after `pthread_barrier_wait`, so it never
     /// excludes anything; see [`LocksetResult::barrier_orders`]).
     Barrier(Base, u64),
+    /// "Has set the flag" (a global only ever set to one value; read mode, see
+    /// [`LocksetResult::flag_orders`]).
+    FlagSet(GlobalId),
+    /// "Has seen the flag set" (a branch that needs the flag's set value; read mode).
+    FlagSeen(GlobalId),
 }
 
 /// A held lock and the mode it is held in.
@@ -263,7 +273,151 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     recursive: bool,
     /// Semaphores treated as mutexes (binary semaphores, see the module docs).
     binary: &'a FxHashSet<LockId>,
+    /// Flag candidates: initial and set value ([`flag_candidates`]).
+    flags: &'a FxHashMap<GlobalId, (i128, i128)>,
     _p: std::marker::PhantomData<&'p ()>,
+}
+
+/// Flag candidates (module docs): integer globals, neither thread-local nor extern, whose
+/// address is never taken and whose every store is `g = c` for one constant `c` other than
+/// the static initial value `v0`; mapped to `(v0, c)`.
+fn flag_candidates(program: &Program) -> FxHashMap<GlobalId, (i128, i128)> {
+    let mut out: FxHashMap<GlobalId, (i128, i128)> = FxHashMap::default();
+    let mut bad: FxHashSet<GlobalId> = FxHashSet::default();
+    let addr = |e: &Expr, bad: &mut FxHashSet<GlobalId>| {
+        crate::ir::visit::walk_expr(e, &mut |x| {
+            if let ExprKind::AddrOf(lv) = &x.kind
+                && let Host::Var(Var::Global(g)) = lv.host
+            {
+                bad.insert(g);
+            }
+        });
+    };
+    for g in &program.globals {
+        for item in &g.init {
+            if let crate::ir::InitValue::Expr(e) = &item.value {
+                addr(e, &mut bad);
+            }
+        }
+    }
+    let mut stores: FxHashMap<GlobalId, Option<i128>> = FxHashMap::default();
+    for f in &program.functions {
+        let Some(cfg) = &f.body else { continue };
+        for e in &cfg.edges {
+            crate::ir::visit::op_exprs(&e.op, &mut |x| addr(x, &mut bad));
+            let written: SmallVec<[&Lval; 2]> = match &e.op {
+                Op::Assign { lhs, rhs } => {
+                    if let Host::Var(Var::Global(g)) = lhs.host {
+                        let c = match (
+                            &crate::ir::visit::strip_casts(rhs).kind,
+                            lhs.proj.is_empty(),
+                        ) {
+                            (ExprKind::Int(c), true) => Some(*c),
+                            _ => None,
+                        };
+                        let prev = stores.entry(g).or_insert(c);
+                        if *prev != c || c.is_none() {
+                            bad.insert(g);
+                        }
+                    }
+                    SmallVec::new()
+                }
+                Op::Call { dest: Some(d), .. } => SmallVec::from_elem(d, 1),
+                Op::Asm { outputs, .. } => outputs.iter().collect(),
+                _ => SmallVec::new(),
+            };
+            for lv in written {
+                if let Host::Var(Var::Global(g)) = lv.host {
+                    bad.insert(g);
+                }
+            }
+        }
+    }
+    for (g, c) in stores {
+        let Some(c) = c else { continue };
+        let gl = program.global(g);
+        if bad.contains(&g)
+            || gl.thread_local
+            || gl.storage == crate::ir::Storage::Extern
+            || !matches!(
+                program.types.kind(gl.ty),
+                crate::ir::types::TypeKind::Int(_)
+            )
+        {
+            continue;
+        }
+        let v0 = match gl.init.as_slice() {
+            [] => 0,
+            [item] if item.proj.is_empty() => match &item.value {
+                crate::ir::InitValue::Expr(e) => match &crate::ir::visit::strip_casts(e).kind {
+                    ExprKind::Int(v) => *v,
+                    _ => continue,
+                },
+                _ => continue,
+            },
+            _ => continue,
+        };
+        if v0 != c {
+            out.insert(g, (v0, c));
+        }
+    }
+    out
+}
+
+/// The flag whose set value a branch `cond` (taken when its truth is `branch`) requires: the
+/// condition reads only that flag and constants, is false when the flag has its initial
+/// value and true when it has its set value.
+fn flag_tested(
+    cond: &Expr,
+    branch: bool,
+    flags: &FxHashMap<GlobalId, (i128, i128)>,
+) -> Option<GlobalId> {
+    let mut flag: Option<GlobalId> = None;
+    let mut other = false;
+    crate::ir::visit::walk_expr(cond, &mut |x| {
+        if let ExprKind::Load(lv) = &x.kind {
+            match lv.host {
+                Host::Var(Var::Global(g)) if lv.proj.is_empty() && flags.contains_key(&g) => {
+                    if flag.is_some_and(|f| f != g) {
+                        other = true;
+                    }
+                    flag = Some(g);
+                }
+                _ => other = true,
+            }
+        }
+    });
+    let g = flag.filter(|_| !other)?;
+    let (v0, c) = flags.get(&g).copied()?;
+    let taken = |v: i128| flag_eval(cond, g, v).map(|x| (x != 0) == branch);
+    (taken(v0) == Some(false) && taken(c) == Some(true)).then_some(g)
+}
+
+/// The value of `e` when flag `g` holds `v` (constants, loads of `g`, casts, logical negation
+/// and comparisons); `None` for anything else.
+fn flag_eval(e: &Expr, g: GlobalId, v: i128) -> Option<i128> {
+    use crate::ir::{BinOp, UnOp};
+    match &e.kind {
+        ExprKind::Int(c) => Some(*c),
+        ExprKind::Load(lv) if lv.host == Host::Var(Var::Global(g)) && lv.proj.is_empty() => Some(v),
+        // 0 and 1 keep their value in every integer (and `_Bool`) conversion.
+        ExprKind::Cast(inner) => flag_eval(inner, g, v).filter(|x| *x == 0 || *x == 1),
+        ExprKind::Unary(UnOp::LogNot, inner) => Some(i128::from(flag_eval(inner, g, v)? == 0)),
+        ExprKind::Binary(op, a, b) => {
+            let (x, y) = (flag_eval(a, g, v)?, flag_eval(b, g, v)?);
+            let r = match op {
+                BinOp::Eq => x == y,
+                BinOp::Ne => x != y,
+                BinOp::Lt => x < y,
+                BinOp::Gt => x > y,
+                BinOp::Le => x <= y,
+                BinOp::Ge => x >= y,
+                _ => return None,
+            };
+            Some(i128::from(r))
+        }
+        _ => None,
+    }
 }
 
 /// The semaphore waits (`posts == false`) or posts (`posts == true`) of every function context
@@ -578,6 +732,35 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         f
     }
 
+    /// Flags: a store of a flag adds its "set" pseudo-lock, a branch that needs the flag set
+    /// its "seen" pseudo-lock (both in read mode, on every path of the fact).
+    fn transfer_flags(&mut self, edge: &Edge, out: &mut [LockFact]) {
+        if self.flags.is_empty() {
+            return;
+        }
+        let key = match &edge.op {
+            Op::Assign { lhs, .. } => match lhs.host {
+                Host::Var(Var::Global(g)) if self.flags.contains_key(&g) => {
+                    Some(LockKey::FlagSet(g))
+                }
+                _ => None,
+            },
+            Op::Assume { cond, branch } => {
+                flag_tested(cond, *branch, self.flags).map(LockKey::FlagSeen)
+            }
+            _ => None,
+        };
+        let Some(key) = key else { return };
+        let h = Held {
+            lock: self.table.intern(key),
+            mode: LockMode::Read,
+        };
+        for f in out.iter_mut() {
+            f.must.insert(h);
+            f.may.insert(h);
+        }
+    }
+
     /// Lock histories: write-mode acquisitions join `hist`; a create statement starts the
     /// child's `since` set from the write-mode locks held; a release (or a condition wait,
     /// which releases its mutex for a while) ends them in every `since` set.
@@ -754,6 +937,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
     fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &LockFact, out: &mut Vec<LockFact>) {
         let start = out.len();
         self.transfer_locks(at, edge, fact, out);
+        self.transfer_flags(edge, &mut out[start..]);
         let func = self.tc.ctx(at.ctx).func;
         self.transfer_sym(func, edge, &mut out[start..]);
         self.transfer_history(at, edge, fact, &mut out[start..]);
@@ -1260,6 +1444,9 @@ pub struct LocksetResult {
     /// Barriers that order their participants ([`LocksetResult::barrier_orders`]): pseudo-lock
     /// and participant threads.
     barriers: FxHashMap<LockId, SmallVec<[ThreadId; 4]>>,
+    /// Flags with one setter, a unique thread: the flag's "seen" pseudo-lock, its "set"
+    /// pseudo-lock and the setter ([`LocksetResult::flag_orders`]).
+    flag_setters: FxHashMap<LockId, (LockId, ThreadId)>,
 }
 
 impl LocksetResult {
@@ -1270,6 +1457,7 @@ impl LocksetResult {
             solutions: Vec::new(),
             sem_mutex_ops: FxHashSet::default(),
             barriers: FxHashMap::default(),
+            flag_setters: FxHashMap::default(),
         }
     }
 
@@ -1285,20 +1473,23 @@ impl LocksetResult {
         // Binary semaphores (module docs): assume every candidate, check its posts on the
         // result, and solve again without the ones that fail (each round drops at least one).
         let mut binary = binary_candidates(program, roles, backend, graph, &mut table);
+        let flags = flag_candidates(program);
         loop {
             let solutions = Self::solve(
-                program, roles, backend, graph, &mut table, recursive, &binary,
+                program, roles, backend, graph, &mut table, recursive, &binary, &flags,
             );
             let mut result = LocksetResult {
                 table,
                 solutions,
                 sem_mutex_ops: FxHashSet::default(),
                 barriers: FxHashMap::default(),
+                flag_setters: FxHashMap::default(),
             };
             let failed = result.unheld_posts(program, roles, backend, graph, &binary);
             if failed.is_empty() || binary.is_empty() {
                 result.sem_mutex_ops = result.sem_ops_on(program, roles, backend, graph, &binary);
                 result.barriers = result.ordering_barriers(program, roles, backend, graph);
+                result.flag_setters = result.flag_setters(program, graph, &flags);
                 return result;
             }
             binary.retain(|l| !failed.contains(l));
@@ -1306,6 +1497,7 @@ impl LocksetResult {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn solve<'p, B: Backend<'p>>(
         program: &'p Program,
         roles: &Roles,
@@ -1314,6 +1506,7 @@ impl LocksetResult {
         table: &mut LockTable,
         recursive: bool,
         binary: &FxHashSet<LockId>,
+        flags: &FxHashMap<GlobalId, (i128, i128)>,
     ) -> Vec<Solution<dataflow::Facts<LockFact>>> {
         let contexts = &graph.contexts;
         let mut solutions = Vec::with_capacity(contexts.len());
@@ -1327,6 +1520,7 @@ impl LocksetResult {
                 table: &mut *table,
                 recursive,
                 binary,
+                flags,
                 _p: std::marker::PhantomData,
             };
             let _ = a.program;
@@ -1534,6 +1728,63 @@ impl LocksetResult {
                     .is_some_and(|n| ts.len() as i128 <= n)
         });
         waits
+    }
+
+    /// The flags whose every reachable store runs in one unique thread.
+    fn flag_setters(
+        &mut self,
+        program: &Program,
+        graph: &ThreadGraph,
+        flags: &FxHashMap<GlobalId, (i128, i128)>,
+    ) -> FxHashMap<LockId, (LockId, ThreadId)> {
+        let mut setters: FxHashMap<GlobalId, SmallVec<[ThreadId; 2]>> = FxHashMap::default();
+        if flags.is_empty() {
+            return FxHashMap::default();
+        }
+        for tc in &graph.contexts {
+            for c in tc.ids() {
+                let Some(cfg) = &program.function(tc.ctx(c).func).body else {
+                    continue;
+                };
+                for e in &cfg.edges {
+                    if let Op::Assign { lhs, .. } = &e.op
+                        && let Host::Var(Var::Global(g)) = lhs.host
+                        && flags.contains_key(&g)
+                        && self.reachable(tc.thread, c, e.src)
+                    {
+                        let s = setters.entry(g).or_default();
+                        if !s.contains(&tc.thread) {
+                            s.push(tc.thread);
+                        }
+                    }
+                }
+            }
+        }
+        let mut setters: Vec<(GlobalId, SmallVec<[ThreadId; 2]>)> = setters.into_iter().collect();
+        setters.sort();
+        let mut out = FxHashMap::default();
+        for (g, ts) in setters {
+            if let [t] = ts.as_slice()
+                && graph.thread(*t).unique
+            {
+                let seen = self.table.intern(LockKey::FlagSeen(g));
+                let set = self.table.intern(LockKey::FlagSet(g));
+                out.insert(seen, (set, *t));
+            }
+        }
+        out
+    }
+
+    /// Whether a flag orders access `a` (of thread `ta`, locks `la`) before access `b` (of
+    /// `tb`, locks `lb`): `ta` is the flag's only setter and has not set it at `a` on any
+    /// path, and `tb`, another thread, has seen it set on every path to `b`.
+    pub fn flag_orders(&self, ta: ThreadId, la: &LocksAt, tb: ThreadId, lb: &LocksAt) -> bool {
+        ta != tb
+            && self.flag_setters.iter().any(|(seen, (set, setter))| {
+                *setter == ta
+                    && lb.must.iter().any(|h| h.lock == *seen)
+                    && !la.may.iter().any(|h| h.lock == *set)
+            })
     }
 
     /// Whether a barrier orders access `a` (of thread `ta`, locks `la`) before access `b`

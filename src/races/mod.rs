@@ -554,7 +554,13 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             .barrier_orders(a.thread, &a.locks, b.thread, &b.locks)
             || inp
                 .locksets
-                .barrier_orders(b.thread, &b.locks, a.thread, &a.locks);
+                .barrier_orders(b.thread, &b.locks, a.thread, &a.locks)
+            || inp
+                .locksets
+                .flag_orders(a.thread, &a.locks, b.thread, &b.locks)
+            || inp
+                .locksets
+                .flag_orders(b.thread, &b.locks, a.thread, &a.locks);
         if protected || instance || once || barrier {
             return None;
         }

@@ -340,6 +340,8 @@ pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<S
                 LockKey::Addr(b, off) => base_name(p, &b, off),
                 LockKey::Once(b, off) => format!("<once {}>", base_name(p, &b, off)),
                 LockKey::Barrier(b, off) => format!("<passed {}>", base_name(p, &b, off)),
+                LockKey::FlagSet(g) => format!("<set {}>", p.global(g).name),
+                LockKey::FlagSeen(g) => format!("<seen {}>", p.global(g).name),
             };
             match h.mode {
                 LockMode::Write => name,
