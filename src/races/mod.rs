@@ -176,6 +176,68 @@ struct Signature {
     locks: LocksAt,
     active: ActiveAt,
     inst_locks: SmallVec<[(CompId, u64); 1]>,
+    /// For an access through an unresolved pointer to a member (`p->f`, `p->a[i]`), the struct
+    /// and the bytes of it the member occupies ([`member_range`]).
+    member: Option<(CompId, ByteRange)>,
+}
+
+/// The struct `S` and the bytes `[lo, hi)` of it that a member access `p->f…` (with `p` a
+/// pointer to `S`) touches: field offsets, constant indices exactly, other indices the whole
+/// array. Two such accesses to disjoint bytes of `S` touch different bytes (C11 §6.5p7 and
+/// §6.5.2.3: a member is accessed inside an object of its struct type, and objects of one
+/// type do not partially overlap); Goblint distinguishes them the same way (`(struct S).f`).
+fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, ByteRange)> {
+    let AccessSite::Lval(lv) = site else {
+        return None;
+    };
+    let Host::Deref(p) = &lv.host else {
+        return None;
+    };
+    let types = &program.types;
+    let pointee = types.pointee(p.ty)?;
+    let TypeKind::Comp(comp) = types.kind(pointee) else {
+        return None;
+    };
+    if !matches!(lv.proj.first(), Some(crate::ir::Proj::Field { .. })) {
+        return None;
+    }
+    let mut ty = pointee;
+    let (mut lo, mut hi): (u64, Option<u64>) = (0, None);
+    for pr in &lv.proj {
+        match pr {
+            crate::ir::Proj::Field { comp: c, index } => {
+                let f = types.comp(*c).fields.get(*index as usize)?;
+                if f.bit_field.is_some() {
+                    return None;
+                }
+                lo = lo.checked_add(f.offset)?;
+                ty = f.ty;
+            }
+            crate::ir::Proj::Index(ix) => {
+                let TypeKind::Array { elem, .. } = types.kind(ty) else {
+                    return None;
+                };
+                let esize = types.size_of(*elem)?;
+                match &crate::ir::visit::strip_casts(ix).kind {
+                    crate::ir::ExprKind::Int(k) if hi.is_none() => {
+                        let k = u64::try_from(*k).ok()?;
+                        lo = lo.checked_add(k.checked_mul(esize)?)?;
+                    }
+                    _ => {
+                        // Any element: the whole array from here on.
+                        let whole = types.size_of(ty)?;
+                        hi = Some(hi.unwrap_or(lo.checked_add(whole)?));
+                    }
+                }
+                ty = *elem;
+            }
+        }
+    }
+    let end = match hi {
+        Some(h) => h,
+        None => lo.checked_add(types.size_of(ty)?)?,
+    };
+    Some((*comp, ByteRange { lo, hi: end }))
 }
 
 /// Runs race detection.
@@ -198,6 +260,10 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
             locks: a.locks.clone(),
             active: a.active.clone(),
             inst_locks: a.inst_locks.clone(),
+            member: match a.mem.target {
+                Target::Typed(_) => member_range(program, &a.mem.site),
+                Target::Addr(_) => None,
+            },
         };
         match sig_index.get(&s) {
             Some(&k) => sigs[k].1.push(i),
@@ -255,6 +321,13 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
             let key = LocKey::Typed(ci);
             for &j in typed[x..].iter().chain(&escaped) {
                 if !contents.compatible(ci, sigs[j].0.class) {
+                    continue;
+                }
+                // Members at disjoint bytes of one struct type.
+                if let (Some((ca, ra)), Some((cb, rb))) = (sigs[i].0.member, sigs[j].0.member)
+                    && ca == cb
+                    && !ra.overlaps(&rb)
+                {
                     continue;
                 }
                 let g = by_loc.entry(key).or_default();
