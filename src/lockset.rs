@@ -179,20 +179,144 @@ fn orders(l: LockId) -> bool {
 /// `O.f` of the same function under it is protected by the lock of the very instance it
 /// touches: two such accesses to the same bytes touch the same instance, so they hold the same
 /// lock (`notes/racerf-goblint.md` §7 pattern 18, per-element locks).
+///
+/// The same holds for **per-element locks** (`lock(&M[e])` or `lock(M + e)`, Goblint's
+/// `symb_locks` on indices): an access `A[e]…` of the same function with the same index `e`
+/// under it touches the element of `A` whose lock in `M` is held, so two accesses to the same
+/// element of `A` hold the same element of `M` ([`SymLock::elem`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SymLock {
     /// The function whose locals `object` reads.
     pub func: FuncId,
-    /// The object expression, printed.
+    /// The object expression, printed (empty for an element lock).
     pub object: String,
     /// Its number of projections.
     pub proj_len: usize,
-    /// The struct or union it is an instance of.
-    pub comp: CompId,
+    /// The struct or union it is an instance of (`None` for an element lock).
+    pub comp: Option<CompId>,
     /// Byte offset of the lock inside the instance.
     pub lock_off: u64,
     /// The locals it reads (an assignment to one ends the lock's validity).
     pub deps: SmallVec<[LocalId; 2]>,
+    /// For an element lock: the lock array and the printed index expression.
+    pub elem: Option<(ArrayId, String)>,
+}
+
+/// An array identified by where it starts: its base, the byte offset of its first element in
+/// the base, and its element size in bytes.
+pub type ArrayId = (Base, u64, u64);
+
+/// How an element `X[e]` names its array `X`.
+#[derive(Clone, Copy, Debug)]
+pub enum ArrayExpr<'e> {
+    /// Through a pointer expression `P` (`P[e]`, `*(P + e)`, `P + e`).
+    Pointer(&'e Expr),
+    /// A global array at a constant offset of global `g` (`g.f[e]`, `g[e]`).
+    Global(crate::ir::GlobalId, u64),
+}
+
+/// An element reference: the array, the index expression and the element size in bytes.
+pub type ElemRef<'e> = (ArrayExpr<'e>, &'e Expr, u64);
+
+/// The element an address expression `P + e` or `&A[e]` designates (nothing after the index).
+pub fn elem_of_addr<'e>(program: &Program, e: &'e Expr) -> Option<ElemRef<'e>> {
+    match &crate::ir::visit::strip_casts(e).kind {
+        ExprKind::Binary(crate::ir::BinOp::PtrAdd, p, ix) => {
+            let size = program.types.size_of(program.types.pointee(p.ty)?)?;
+            Some((ArrayExpr::Pointer(p), ix, size))
+        }
+        ExprKind::AddrOf(lv) => {
+            let (r, rest) = elem_of_lval(program, lv)?;
+            (rest == lv.proj.len()).then_some(r)
+        }
+        _ => None,
+    }
+}
+
+/// The element an lvalue `*(P + e)…` or `g.f[e]…` lies in, with the number of projections up
+/// to and including the index (the rest selects inside the element).
+pub fn elem_of_lval<'e>(program: &Program, lv: &'e Lval) -> Option<(ElemRef<'e>, usize)> {
+    let types = &program.types;
+    match &lv.host {
+        Host::Deref(x) => match &crate::ir::visit::strip_casts(x).kind {
+            ExprKind::Binary(crate::ir::BinOp::PtrAdd, p, ix) => {
+                let size = types.size_of(types.pointee(p.ty)?)?;
+                Some(((ArrayExpr::Pointer(p), ix, size), 0))
+            }
+            _ => None,
+        },
+        Host::Var(Var::Global(g)) => {
+            let mut ty = program.global(*g).ty;
+            let mut start = 0u64;
+            for (k, pr) in lv.proj.iter().enumerate() {
+                match pr {
+                    Proj::Field { comp, index } => {
+                        let f = types.comp(*comp).fields.get(*index as usize)?;
+                        start = start.checked_add(f.offset)?;
+                        ty = f.ty;
+                    }
+                    Proj::Index(ix) => {
+                        let crate::ir::types::TypeKind::Array { elem, .. } = types.kind(ty) else {
+                            return None;
+                        };
+                        let size = types.size_of(*elem)?;
+                        return Some(((ArrayExpr::Global(*g, start), ix, size), k + 1));
+                    }
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// The identity of an array at context `ctx`: a global's, or the single object a pointer
+/// points to at an exact offset (one instance, see [`ThreadGraph::single_instance`]).
+pub fn array_identity<'p, B: Backend<'p>>(
+    program: &Program,
+    backend: &B,
+    graph: &ThreadGraph,
+    ctx: &crate::context::Context,
+    array: ArrayExpr<'_>,
+    size: u64,
+) -> Option<ArrayId> {
+    match array {
+        ArrayExpr::Global(g, start) => {
+            (!program.global(g).thread_local).then_some((Base::Global(g), start, size))
+        }
+        ArrayExpr::Pointer(p) => match backend.value_ptr(ctx, p) {
+            PointsTo::Known(a) => match a.as_slice() {
+                [x] if x.exact && graph.single_instance(program, backend, &x.base) => {
+                    Some((x.base, x.range.lo, size))
+                }
+                _ => None,
+            },
+            PointsTo::Unknown => None,
+        },
+    }
+}
+
+/// The locals an index expression reads, when it reads only locals of `func` whose address is
+/// never taken (nothing but `func` can change them) and nothing else.
+pub fn index_deps(program: &Program, func: FuncId, ix: &Expr) -> Option<SmallVec<[LocalId; 2]>> {
+    let cfg = program.function(func).body.as_ref()?;
+    let mut taken: FxHashSet<LocalId> = FxHashSet::default();
+    crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
+        taken.insert(l);
+    });
+    let mut deps: SmallVec<[LocalId; 2]> = SmallVec::new();
+    let mut ok = true;
+    crate::ir::visit::walk_expr(ix, &mut |x| {
+        if let ExprKind::Load(inner) = &x.kind {
+            match (&inner.host, inner.proj.is_empty()) {
+                (Host::Var(Var::Local(l)), true) if !taken.contains(l) => deps.push(*l),
+                _ => ok = false,
+            }
+        }
+    });
+    deps.sort();
+    deps.dedup();
+    ok.then_some(deps)
 }
 
 /// Interned lock identities of a program.
@@ -599,9 +723,35 @@ fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
         func,
         object: crate::ir::pretty::lval_to_string(program, &object, Some(f)),
         proj_len: prefix.len(),
-        comp: *comp,
+        comp: Some(*comp),
         lock_off: field.offset,
         deps,
+        elem: None,
+    })
+}
+
+/// The per-element symbolic lock a lock call's argument `&M[e]` / `M + e` names at context
+/// `ctx` (see [`SymLock`]).
+fn elem_sym_lock<'p, B: Backend<'p>>(
+    program: &Program,
+    backend: &B,
+    graph: &ThreadGraph,
+    ctx: &crate::context::Context,
+    arg: &Expr,
+) -> Option<SymLock> {
+    let func = ctx.fctx.func;
+    let (array, ix, size) = elem_of_addr(program, arg)?;
+    let deps = index_deps(program, func, ix)?;
+    let id = array_identity(program, backend, graph, ctx, array, size)?;
+    let f = program.function(func);
+    Some(SymLock {
+        func,
+        object: String::new(),
+        proj_len: 0,
+        comp: None,
+        lock_off: 0,
+        deps,
+        elem: Some((id, crate::ir::pretty::expr_to_string(program, ix, Some(f)))),
     })
 }
 
@@ -938,8 +1088,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         let start = out.len();
         self.transfer_locks(at, edge, fact, out);
         self.transfer_flags(edge, &mut out[start..]);
-        let func = self.tc.ctx(at.ctx).func;
-        self.transfer_sym(func, edge, &mut out[start..]);
+        self.transfer_sym(at, edge, &mut out[start..]);
         self.transfer_history(at, edge, fact, &mut out[start..]);
     }
 
@@ -1299,10 +1448,12 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
 
     /// Symbolic locks after `edge`: taken by a blocking lock of `&O.m`, dropped by an unlock
     /// that may release them or a write to a local they read.
-    fn transfer_sym(&mut self, func: FuncId, edge: &Edge, outs: &mut [LockFact]) {
+    fn transfer_sym(&mut self, at: At<'_>, edge: &Edge, outs: &mut [LockFact]) {
         let (Op::Call { .. } | Op::Assign { .. }) = &edge.op else {
             return;
         };
+        let func = self.tc.ctx(at.ctx).func;
+        let qctx = self.tc.context(at.ctx, at.edge);
         let written: Option<LocalId> = match &edge.op {
             Op::Assign { lhs, .. }
             | Op::Call {
@@ -1338,22 +1489,69 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 Some(Role::Lock {
                     lock,
                     kind: LockKind::Blocking,
-                    ..
+                    mode: LockMode::Write,
                 }) => {
-                    if let Some(s) = args.get(*lock).and_then(|a| sym_lock(program, func, a)) {
+                    let s = args.get(*lock).and_then(|a| {
+                        sym_lock(program, func, a)
+                            .or_else(|| elem_sym_lock(program, self.backend, self.graph, &qctx, a))
+                    });
+                    if let Some(s) = s {
                         f.sym.insert(table.intern_sym(s));
                     }
                 }
                 Some(Role::Unlock { lock }) => {
-                    let released = args.get(*lock).and_then(|a| sym_lock(program, func, a));
-                    // The unlock releases its own symbolic lock, and may release any lock of the
-                    // same field of another instance expression.
-                    f.sym.retain(|id| match (table.sym(*id), &released) {
-                        (Some(h), Some(r)) => {
-                            h != r && (h.comp, h.lock_off) != (r.comp, r.lock_off)
-                        }
-                        _ => false,
+                    let released = args.get(*lock).and_then(|a| {
+                        sym_lock(program, func, a)
+                            .or_else(|| elem_sym_lock(program, self.backend, self.graph, &qctx, a))
                     });
+                    // Without a symbolic name, the objects the unlock may release (`None`:
+                    // unknown).
+                    let concrete: Option<SmallVec<[Base; 2]>> = match &released {
+                        Some(_) => None,
+                        None => args.get(*lock).and_then(|a| {
+                            lock_targets(
+                                program,
+                                self.backend,
+                                self.graph,
+                                self.tc,
+                                at.ctx,
+                                at.edge,
+                                a,
+                                table,
+                                false,
+                            )
+                            .map(|ids| {
+                                ids.iter()
+                                    .filter_map(|l| match table.key(*l) {
+                                        LockKey::Addr(b, _) => Some(b),
+                                        _ => None,
+                                    })
+                                    .collect()
+                            })
+                        }),
+                    };
+                    // The unlock releases its own symbolic lock, and may release any lock of the
+                    // same field of another instance expression, or any element of the same
+                    // lock array; a known lock object releases no element of an array in
+                    // another object.
+                    f.sym
+                        .retain(|id| match (table.sym(*id), &released, &concrete) {
+                            (Some(h), Some(r), _) => {
+                                h != r
+                                    && match (&h.elem, &r.elem) {
+                                        (None, None) => {
+                                            (h.comp, h.lock_off) != (r.comp, r.lock_off)
+                                        }
+                                        // Arrays in different objects share no element.
+                                        (Some((a, _)), Some((b, _))) => a.0 != b.0,
+                                        _ => false,
+                                    }
+                            }
+                            (Some(h), None, Some(bases)) => {
+                                h.elem.as_ref().is_some_and(|(a, _)| !bases.contains(&a.0))
+                            }
+                            _ => false,
+                        });
                 }
                 _ => {}
             }

@@ -61,7 +61,23 @@ pub struct Access<'p> {
     pub active: ActiveAt,
     /// Instance locks: (struct, lock offset) such that the access touches an instance of the
     /// struct whose lock at that offset is held ([`crate::lockset::SymLock`]).
-    pub inst_locks: SmallVec<[(CompId, u64); 1]>,
+    pub inst_locks: SmallVec<[InstLock; 1]>,
+}
+
+/// An instance lock of an access ([`Access::inst_locks`]): two accesses to the same bytes
+/// with the same instance lock hold the same lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InstLock {
+    /// The lock at this byte offset of the instance of this struct the access touches.
+    Field(CompId, u64),
+    /// The element of array `lock` whose index is that of the element of `array` the access
+    /// touches (per-element locks).
+    Element {
+        /// The lock array.
+        lock: crate::lockset::ArrayId,
+        /// The accessed array.
+        array: crate::lockset::ArrayId,
+    },
 }
 
 /// How sure a race is.
@@ -175,7 +191,7 @@ struct Signature {
     class: TypeClass,
     locks: LocksAt,
     active: ActiveAt,
-    inst_locks: SmallVec<[(CompId, u64); 1]>,
+    inst_locks: SmallVec<[InstLock; 1]>,
     /// For an access through an unresolved pointer to a member (`p->f`, `p->a[i]`), the struct
     /// and the bytes of it the member occupies ([`member_range`]).
     member: Option<(CompId, ByteRange)>,
@@ -804,8 +820,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                     if !seen.insert(key) {
                         continue;
                     }
-                    let inst_locks =
-                        instance_locks(program, &inp.locksets.table, tc, c, &mem, &locks);
+                    let inst_locks = instance_locks(inp, tc, c, edge, &mem, &locks);
                     out.push(Access {
                         thread,
                         ctx: c,
@@ -828,18 +843,21 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
 /// while the access's lvalue is `O.f…`, in the function of the access or, through parameters
 /// its callers bind (`update(&s->f)` with `*p` accessed in `update`), in a caller at most
 /// [`INSTANCE_CALLER_DEPTH`] calls up.
-fn instance_locks(
-    program: &Program,
-    table: &crate::lockset::LockTable,
+fn instance_locks<'p, B: Backend<'p>>(
+    inp: &Inputs<'_, 'p, B>,
     tc: &crate::context::ThreadContexts,
     ctx: FnCtxId,
+    edge: EdgeId,
     mem: &MemAccess<'_>,
     locks: &LocksAt,
-) -> SmallVec<[(CompId, u64); 1]> {
+) -> SmallVec<[InstLock; 1]> {
+    let program = inp.program;
+    let table = &inp.locksets.table;
     let mut out = SmallVec::new();
     let AccessSite::Lval(lv) = mem.site else {
         return out;
     };
+    element_locks(inp, &tc.context(ctx, edge), lv, locks, &mut out);
     let mut func = tc.ctx(ctx).func;
     let mut ctx = ctx;
     let mut lv = lv.clone();
@@ -900,6 +918,49 @@ fn instance_locks(
     out
 }
 
+/// The per-element locks held at an access `A[e]…` ([`crate::lockset::SymLock`]): an element
+/// lock `M[e]` of the same function with the same index expression.
+fn element_locks<'p, B: Backend<'p>>(
+    inp: &Inputs<'_, 'p, B>,
+    ctx: &crate::context::Context,
+    lv: &crate::ir::Lval,
+    locks: &LocksAt,
+    out: &mut SmallVec<[InstLock; 1]>,
+) {
+    let program = inp.program;
+    let func = ctx.fctx.func;
+    let mut elems = locks
+        .sym
+        .iter()
+        .filter_map(|id| inp.locksets.table.sym(*id))
+        .filter(|s| s.func == func)
+        .filter_map(|s| s.elem.as_ref())
+        .peekable();
+    if elems.peek().is_none() {
+        return;
+    }
+    let Some(((array, ix, size), _)) = crate::lockset::elem_of_lval(program, lv) else {
+        return;
+    };
+    if crate::lockset::index_deps(program, func, ix).is_none() {
+        return;
+    }
+    let printed = crate::ir::pretty::expr_to_string(program, ix, Some(program.function(func)));
+    let Some(id) =
+        crate::lockset::array_identity(program, inp.backend, inp.graph, ctx, array, size)
+    else {
+        return;
+    };
+    for (lock, index) in elems {
+        if *index == printed {
+            out.push(InstLock::Element {
+                lock: *lock,
+                array: id,
+            });
+        }
+    }
+}
+
 /// How many calls up [`instance_locks`] follows parameters.
 const INSTANCE_CALLER_DEPTH: usize = 2;
 
@@ -910,14 +971,15 @@ fn instance_locks_in(
     func: FuncId,
     lv: &crate::ir::Lval,
     locks: &LocksAt,
-    out: &mut SmallVec<[(CompId, u64); 1]>,
+    out: &mut SmallVec<[InstLock; 1]>,
 ) {
     for id in locks.sym.iter() {
         let Some(s) = table.sym(*id) else { continue };
         if s.func != func || lv.proj.len() <= s.proj_len {
             continue;
         }
-        if !matches!(lv.proj[s.proj_len], crate::ir::Proj::Field { comp, .. } if comp == s.comp) {
+        if !matches!(lv.proj[s.proj_len], crate::ir::Proj::Field { comp, .. } if Some(comp) == s.comp)
+        {
             continue;
         }
         let prefix = crate::ir::Lval {
@@ -926,8 +988,10 @@ fn instance_locks_in(
             ty: lv.ty,
         };
         let f = program.function(func);
-        if crate::ir::pretty::lval_to_string(program, &prefix, Some(f)) == s.object {
-            out.push((s.comp, s.lock_off));
+        if crate::ir::pretty::lval_to_string(program, &prefix, Some(f)) == s.object
+            && let Some(comp) = s.comp
+        {
+            out.push(InstLock::Field(comp, s.lock_off));
         }
     }
 }
