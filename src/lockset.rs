@@ -882,8 +882,8 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         f
     }
 
-    /// Flags: a store of a flag adds its "set" pseudo-lock, a branch that needs the flag set
-    /// its "seen" pseudo-lock (both in read mode, on every path of the fact).
+    /// Flags: a store of a flag adds its "set" pseudo-lock to `may`, a branch that needs the
+    /// flag set its "seen" pseudo-lock to `must` (both in read mode).
     fn transfer_flags(&mut self, edge: &Edge, out: &mut [LockFact]) {
         if self.flags.is_empty() {
             return;
@@ -905,9 +905,15 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             lock: self.table.intern(key),
             mode: LockMode::Read,
         };
+        // Only the side each query reads is kept ("set" on some path: `may`; "seen" on every
+        // path: `must`), so facts differing only in them cover each other and do not split
+        // the disjunction.
         for f in out.iter_mut() {
-            f.must.insert(h);
-            f.may.insert(h);
+            if matches!(key, LockKey::FlagSet(_)) {
+                f.may.insert(h);
+            } else {
+                f.must.insert(h);
+            }
         }
     }
 

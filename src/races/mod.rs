@@ -857,6 +857,10 @@ fn instance_locks<'p, B: Backend<'p>>(
     let AccessSite::Lval(lv) = mem.site else {
         return out;
     };
+    // Only symbolic locks make instance locks.
+    if locks.sym.is_empty() {
+        return out;
+    }
     element_locks(inp, &tc.context(ctx, edge), lv, locks, &mut out);
     let mut func = tc.ctx(ctx).func;
     let mut ctx = ctx;
