@@ -20,7 +20,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The bound a counted loop compares its counter with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Bound {
+pub(crate) enum Bound {
     /// An integer constant.
     Const(i128),
     /// A local the loop does not change.
@@ -31,7 +31,7 @@ pub(super) enum Bound {
 /// changes the counter only by constant steps towards the bound and changes nothing else the
 /// test reads.
 #[derive(Clone, Debug)]
-pub(super) struct CountedLoop {
+pub(crate) struct CountedLoop {
     /// Membership of the CFG nodes in the loop (head included).
     pub body: Vec<bool>,
     /// The edge that leaves the loop (the failing test).
@@ -53,7 +53,7 @@ pub(super) struct CountedLoop {
 /// terminates, so its exit is reached on every path that reaches it, with the threads created
 /// and joined before it unchanged. With `allow_joins`, bodies may join threads (such loops
 /// may block in a join, so their exit is not certain).
-pub(super) fn counted_loops(
+pub(crate) fn counted_loops(
     program: &Program,
     roles: &Roles,
     func: FuncId,

@@ -35,7 +35,7 @@ use racedar_domains::{BitSet, Bool3, Interval};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-mod loops;
+pub(crate) mod loops;
 
 /// A thread-id variable, as a key for matching joins with creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -21,6 +21,7 @@
 
 pub mod escape;
 pub mod private;
+pub mod slots;
 
 use crate::backend::{
     AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Target, TypeClass,
@@ -62,6 +63,8 @@ pub struct Access<'p> {
     /// Instance locks: (struct, lock offset) such that the access touches an instance of the
     /// struct whose lock at that offset is held ([`crate::lockset::SymLock`]).
     pub inst_locks: SmallVec<[(CompId, u64); 1]>,
+    /// The per-instance slot the access touches, if any ([`slots`]).
+    pub slot: Option<slots::SlotKey>,
 }
 
 /// How sure a race is.
@@ -115,6 +118,8 @@ pub struct Inputs<'a, 'p, B: Backend<'p>> {
     pub escape: &'a Escape,
     /// Allocation statements whose objects each belong to one thread ([`private`]).
     pub private: &'a FxHashSet<(FuncId, crate::ir::EdgeId)>,
+    /// Accesses to per-instance slots ([`slots`]).
+    pub slots: &'a slots::Slots,
 }
 
 /// The classes of sub-objects of each struct/union (for matching typed accesses).
@@ -176,6 +181,7 @@ struct Signature {
     locks: LocksAt,
     active: ActiveAt,
     inst_locks: SmallVec<[(CompId, u64); 1]>,
+    slot: Option<slots::SlotKey>,
 }
 
 /// Runs race detection.
@@ -198,6 +204,7 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
             locks: a.locks.clone(),
             active: a.active.clone(),
             inst_locks: a.inst_locks.clone(),
+            slot: a.slot,
         };
         match sig_index.get(&s) {
             Some(&k) => sigs[k].1.push(i),
@@ -497,6 +504,10 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             {
                 return None;
             }
+            // Each thread's own element of the object.
+            if slots::disjoint(a.slot.as_ref(), b.slot.as_ref()) {
+                return None;
+            }
         }
         // Locks.
         let inh_a = &inp.inherited[a.thread.0 as usize];
@@ -648,6 +659,7 @@ type AccessKey = (
     bool,
     LocksAt,
     ActiveAt,
+    Option<slots::SlotKey>,
 );
 
 /// Collects the accesses of every reachable statement of every thread context.
@@ -685,6 +697,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         ctx: c,
                         node,
                     });
+                    let slot = inp.slots.key(program, inp.backend, tc, c, edge, &mem);
                     let key = (
                         thread,
                         func,
@@ -694,6 +707,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         mem.atomic,
                         locks.clone(),
                         active.clone(),
+                        slot,
                     );
                     if !seen.insert(key) {
                         continue;
@@ -710,6 +724,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         locks,
                         active,
                         inst_locks,
+                        slot,
                     });
                 }
             }
