@@ -35,6 +35,7 @@ use racedar_domains::{BitSet, Bool3, Interval};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
+mod id_field;
 pub(crate) mod loops;
 
 /// A thread-id variable, as a key for matching joins with creates.

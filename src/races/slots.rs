@@ -72,22 +72,34 @@ pub enum Holder {
     Creator,
 }
 
-/// A keyed access: it touches bytes `origin + v * stride + [lo, hi)` of an object, for a value
-/// `v` of `domain` (see the module documentation).
+/// Which bytes a keyed access with value `v` touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Span {
+    /// Bytes `origin + v * stride + [lo, hi)` of an object.
+    Element {
+        /// Byte offset of element 0 in the object.
+        origin: i128,
+        /// Element size in bytes.
+        stride: u64,
+        /// First byte touched inside the element.
+        lo: u64,
+        /// One past the last byte touched inside the element.
+        hi: u64,
+    },
+    /// Bytes of the object `v` points to (the values are distinct live objects).
+    Object,
+}
+
+/// A keyed access: the bytes of `span` for a value `v` of `domain` (see the module
+/// documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SlotKey {
     /// Where the value comes from.
     pub domain: Domain,
     /// Who holds it.
     pub holder: Holder,
-    /// Byte offset of element 0 in the object.
-    pub origin: i128,
-    /// Element size in bytes.
-    pub stride: u64,
-    /// First byte touched inside the element.
-    pub lo: u64,
-    /// One past the last byte touched inside the element.
-    pub hi: u64,
+    /// The bytes touched.
+    pub span: Span,
 }
 
 /// Whether two accesses of different threads (or two instances of one non-unique thread) touch
@@ -112,29 +124,57 @@ pub fn disjoint(a: Option<&SlotKey>, b: Option<&SlotKey>) -> bool {
         ) => g == h && c & d != 0,
         _ => false,
     };
-    let inside = |k: &SlotKey| k.lo < k.hi && k.hi <= k.stride;
-    same_domain && a.origin == b.origin && a.stride == b.stride && inside(a) && inside(b)
+    same_domain
+        && match (a.span, b.span) {
+            (
+                Span::Element {
+                    origin,
+                    stride,
+                    lo,
+                    hi,
+                },
+                Span::Element {
+                    origin: o,
+                    stride: s,
+                    lo: l,
+                    hi: h,
+                },
+            ) => origin == o && stride == s && lo < hi && hi <= stride && l < h && h <= s,
+            (Span::Object, Span::Object) => true,
+            _ => false,
+        }
 }
 
-/// A create loop whose threads get distinct values (see the module documentation).
+/// What a create statement passes its threads.
+#[derive(Clone, Copy, Debug)]
+enum KeyKind {
+    /// The loop counter, as an integer.
+    Counter,
+    /// The address of the counter's element: the exact offset of element 0, the element size,
+    /// and the offset of the passed address inside its element.
+    Element(i128, u64, u64),
+    /// A fresh object, allocated since the previous create.
+    Object,
+}
+
+/// A create statement whose threads get distinct values (see the module documentation).
 #[derive(Clone, Debug)]
 struct LoopFamily {
     /// The original create statement.
     id: (FuncId, EdgeId),
-    /// The creating thread.
-    parent: ThreadId,
-    /// The counter.
+    /// The creating thread (for counters: one thread runs the loop once).
+    parent: Option<ThreadId>,
+    /// The counter, or the local holding the fresh object.
     counter: LocalId,
-    /// Width of the counter in bits.
+    /// Width of the passed value in bits.
     bits: u64,
-    /// For an address argument: the exact offset of element 0, the element size, and the
-    /// offset of the passed address inside its element.
-    ptr: Option<(i128, u64, u64)>,
-    /// Nodes of the loop and of its peeled copies.
+    /// What is passed.
+    kind: KeyKind,
+    /// Nodes of the loop and of its peeled copies (empty for objects).
     region: Vec<bool>,
     /// The create statement and its peeled copies.
     creates: Vec<EdgeId>,
-    /// The counter's steps.
+    /// The statements that give the counter (or the object local) its next value.
     steps: Vec<EdgeId>,
 }
 
@@ -154,8 +194,10 @@ pub struct Slots {
     /// Per created thread: its family and its key locals (with their defining statement;
     /// `None` for the parameter).
     instances: FxHashMap<ThreadId, (usize, FxHashMap<LocalId, Option<EdgeId>>)>,
-    /// Per creating thread, the families it creates.
+    /// Per creating thread, the counter families it creates.
     creators: FxHashMap<ThreadId, Vec<usize>>,
+    /// Per creating function, the object families it creates.
+    object_creators: FxHashMap<FuncId, Vec<usize>>,
     /// Ticket holders by (function, local).
     tickets: FxHashMap<(FuncId, LocalId), TicketHolder>,
 }
@@ -182,16 +224,18 @@ impl Slots {
                 .map(|t| t.id)
                 .collect();
             for t in members {
-                let bits = if fam.ptr.is_some() {
-                    pointer_bits(&program.types)
-                } else {
-                    fam.bits
+                let bits = match fam.kind {
+                    KeyKind::Counter => fam.bits,
+                    _ => pointer_bits(&program.types),
                 };
                 if let Some(keys) = instance_keys(program, graph, t, bits) {
                     out.instances.insert(t, (k, keys));
                 }
             }
-            out.creators.entry(fam.parent).or_default().push(k);
+            match fam.parent {
+                Some(p) => out.creators.entry(p).or_default().push(k),
+                None => out.object_creators.entry(fam.id.0).or_default().push(k),
+            }
             out.families.push(fam);
         }
         out.tickets = ticket_holders(program, roles, graph, locksets);
@@ -222,7 +266,11 @@ impl Slots {
         let at = || tc.context(ctx, edge);
         let root = ctx == tc.entry;
         let indexed = indexed(program, func, lv);
-        // A created thread's own element.
+        let element = |ix: &Indexed<'_>, domain, holder| {
+            let origin = ix.origin_offset(backend, &at())?;
+            Some(ix.key(domain, holder, origin))
+        };
+        // A created thread's own element or object.
         if root && let Some((k, keys)) = self.instances.get(&tc.thread) {
             let fam = &self.families[*k];
             let holds = |l: LocalId| {
@@ -230,52 +278,69 @@ impl Slots {
                     .is_some_and(|d| d.is_none_or(|d| dominated(cfg, node, &[d])))
             };
             let domain = Domain::Loop(fam.id.0, fam.id.1);
-            match fam.ptr {
-                None => {
-                    if let Some(ix) = &indexed
-                        && let Some(l) = chain_local(types, ix.index, fam.bits)
-                        && holds(l)
-                    {
-                        let origin = ix.origin_offset(backend, &at())?;
-                        return Some(ix.key(domain, Holder::Instance, origin));
-                    }
-                }
-                Some((origin, stride, off)) => {
-                    if let Some((q, lo, hi)) = through_pointer(program, lv)
-                        && holds(q)
-                    {
-                        return Some(SlotKey {
+            let key = match fam.kind {
+                KeyKind::Counter => indexed
+                    .as_ref()
+                    .filter(|ix| chain_local(types, ix.index, fam.bits).is_some_and(holds))
+                    .and_then(|ix| element(ix, domain, Holder::Instance)),
+                KeyKind::Element(origin, stride, off) => through_pointer(program, lv)
+                    .filter(|(q, _, _)| holds(*q))
+                    .and_then(|(_, lo, hi)| {
+                        Some(SlotKey {
                             domain,
                             holder: Holder::Instance,
-                            origin,
-                            stride,
-                            lo: off.checked_add(lo)?,
-                            hi: off.checked_add(hi)?,
-                        });
-                    }
+                            span: Span::Element {
+                                origin,
+                                stride,
+                                lo: off.checked_add(lo)?,
+                                hi: off.checked_add(hi)?,
+                            },
+                        })
+                    }),
+                KeyKind::Object => through_pointer(program, lv)
+                    .filter(|(q, _, _)| holds(*q))
+                    .map(|_| SlotKey {
+                        domain,
+                        holder: Holder::Instance,
+                        span: Span::Object,
+                    }),
+            };
+            if key.is_some() {
+                return key;
+            }
+        }
+        // The creator's accesses to the element (or object) of the thread it creates next.
+        let before_create = |fam: &LoopFamily| {
+            !fam.creates
+                .iter()
+                .any(|c| cfg.reaches(cfg.edge(*c).dst, node, &fam.steps))
+        };
+        if let Some(fams) = self.object_creators.get(&func)
+            && let Some((q, _, _)) = through_pointer(program, lv)
+        {
+            for &k in fams {
+                let fam = &self.families[k];
+                if fam.counter == q && dominated(cfg, node, &fam.steps) && before_create(fam) {
+                    return Some(SlotKey {
+                        domain: Domain::Loop(fam.id.0, fam.id.1),
+                        holder: Holder::Creator,
+                        span: Span::Object,
+                    });
                 }
             }
         }
         let ix = indexed?;
-        // The creator's accesses to the element of the current iteration.
         if root && let Some(fams) = self.creators.get(&tc.thread) {
             for &k in fams {
                 let fam = &self.families[k];
-                if fam.id.0 != func
-                    || !fam.region.get(node.0 as usize).copied().unwrap_or(false)
-                    || chain_local(types, ix.index, fam.bits) != Some(fam.counter)
+                if fam.id.0 == func
+                    && fam.region.get(node.0 as usize).copied().unwrap_or(false)
+                    && chain_local(types, ix.index, fam.bits) == Some(fam.counter)
+                    && before_create(fam)
+                    && let Some(key) = element(&ix, Domain::Loop(fam.id.0, fam.id.1), Holder::Creator)
                 {
-                    continue;
+                    return Some(key);
                 }
-                let after_create = fam
-                    .creates
-                    .iter()
-                    .any(|c| cfg.reaches(cfg.edge(*c).dst, node, &fam.steps));
-                if after_create {
-                    continue;
-                }
-                let origin = ix.origin_offset(backend, &at())?;
-                return Some(ix.key(Domain::Loop(fam.id.0, fam.id.1), Holder::Creator, origin));
             }
         }
         // A ticket.
@@ -362,10 +427,12 @@ impl Indexed<'_> {
         SlotKey {
             domain,
             holder,
-            origin,
-            stride: self.stride,
-            lo: self.lo,
-            hi: self.hi,
+            span: Span::Element {
+                origin,
+                stride: self.stride,
+                lo: self.lo,
+                hi: self.hi,
+            },
         }
     }
 }
@@ -501,7 +568,7 @@ fn through_pointer(program: &Program, lv: &Lval) -> Option<(LocalId, u64, u64)> 
 }
 
 /// Locals an instruction writes (wholly or in part).
-fn written_locals(op: &Op, f: &mut dyn FnMut(LocalId)) {
+pub(crate) fn written_locals(op: &Op, f: &mut dyn FnMut(LocalId)) {
     let mut host = |lv: &Lval| {
         if let Host::Var(Var::Local(l)) = lv.host {
             f(l);
@@ -596,6 +663,13 @@ fn loop_families<'p, B: Backend<'p>>(
                     .filter(|(_, e)| e.peel > 0 && same(e))
                     .map(|(i, _)| EdgeId(i as u32)),
             );
+            // A fresh object.
+            if let Some(t) = chain_local(types, arg, pointer_bits(types))
+                && matches!(types.kind(f.local(t).ty), TypeKind::Pointer(_))
+            {
+                out.extend(object_family(program, roles, func, c, all, t, &taken, &writes));
+                continue;
+            }
             // The one loop around the create.
             let around: Vec<&(NodeId, Vec<bool>)> = heads
                 .iter()
@@ -744,8 +818,8 @@ fn loop_families<'p, B: Backend<'p>>(
                 continue;
             }
             // For an address argument, element 0 is at one offset at every create.
-            let ptr = match &elem {
-                None => None,
+            let kind = match &elem {
+                None => KeyKind::Counter,
                 Some((ix, off)) => {
                     let mut origin = None;
                     let mut ok = true;
@@ -760,7 +834,7 @@ fn loop_families<'p, B: Backend<'p>>(
                     }
                     match origin {
                         Some(o) if ok && ix.stride > 0 && *off < ix.stride => {
-                            Some((o, ix.stride, *off))
+                            KeyKind::Element(o, ix.stride, *off)
                         }
                         _ => continue,
                     }
@@ -768,10 +842,10 @@ fn loop_families<'p, B: Backend<'p>>(
             };
             out.push(LoopFamily {
                 id: (func, c),
-                parent,
+                parent: Some(parent),
                 counter,
                 bits,
-                ptr,
+                kind,
                 region,
                 creates: all,
                 steps,
@@ -779,6 +853,67 @@ fn loop_families<'p, B: Backend<'p>>(
         }
     }
     out
+}
+
+/// The family of create `c` (with peeled copies `all`) passing local `t`, when every write of
+/// `t` stores a fresh allocation and every path from one create to the next takes such a write:
+/// each thread gets an object no other thread got.
+#[allow(clippy::too_many_arguments)]
+fn object_family(
+    program: &Program,
+    roles: &Roles,
+    func: FuncId,
+    c: EdgeId,
+    all: Vec<EdgeId>,
+    t: LocalId,
+    taken: &FxHashSet<LocalId>,
+    writes: &FxHashMap<LocalId, Vec<EdgeId>>,
+) -> Option<LoopFamily> {
+    let f = program.function(func);
+    let cfg = f.body.as_ref()?;
+    if taken.contains(&t) || f.params.contains(&t) {
+        return None;
+    }
+    let steps = writes.get(&t)?.clone();
+    let alloc_into = |e: &crate::ir::Edge, x: LocalId| match &e.op {
+        Op::Call { dest: Some(d), .. } => {
+            whole_local(d) == Some(x) && matches!(roles.of_call(&e.op), Some(Role::Alloc))
+        }
+        _ => false,
+    };
+    let fresh = steps.iter().all(|w| {
+        let e = cfg.edge(*w);
+        if alloc_into(e, t) {
+            return true;
+        }
+        // `t = (T *)tmp` right after `tmp = malloc(...)`.
+        let Op::Assign { lhs, rhs } = &e.op else {
+            return false;
+        };
+        let node = cfg.node(e.src);
+        let (Some(tmp), [pred]) = (chain_local(&program.types, rhs, 0), node.preds.as_slice())
+        else {
+            return false;
+        };
+        whole_local(lhs) == Some(t) && node.succs.len() == 1 && alloc_into(cfg.edge(*pred), tmp)
+    });
+    let again = all.iter().any(|a| {
+        all.iter()
+            .any(|b| cfg.reaches(cfg.edge(*a).dst, cfg.edge(*b).src, &steps))
+    });
+    if !fresh || steps.is_empty() || again {
+        return None;
+    }
+    Some(LoopFamily {
+        id: (func, c),
+        parent: None,
+        counter: t,
+        bits: pointer_bits(&program.types),
+        kind: KeyKind::Object,
+        region: Vec::new(),
+        creates: all,
+        steps,
+    })
 }
 
 /// The element address a create argument passes: `a + i`, `&a[i]`, `&a[i].f` (pointer casts
