@@ -5,8 +5,12 @@
 //!   them keeps a path certain;
 //! - *join loops*, which join every thread a *create loop* stored in an array of thread ids
 //!   (`for (i = 0; i < n; i++) pthread_create(&t[i], ...); ... for (j = 0; j < n; j++)
-//!   pthread_join(t[j], 0);`), so that after them none of those threads runs.
+//!   pthread_join(t[j], 0);`), so that after them none of those threads runs. The ids may
+//!   also sit in a field of a fresh object per iteration that the array points to (`w =
+//!   malloc(..); a[i] = w; pthread_create(&w->tid, ...); ... pthread_join(a[j]->tid, 0);`)
+//!   when nothing else can write that field ([`super::id_field`]).
 
+use crate::ir::types::CompId;
 use crate::ir::visit::{
     expr_mentions_local, local_of, lval_mentions_local, op_exprs, strip_casts, walk_cfg_addr_taken,
     walk_expr, whole_local,
@@ -15,7 +19,6 @@ use crate::ir::{
     BinOp, Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
     Proj, Var,
 };
-use crate::ir::types::CompId;
 use crate::model::{Role, Roles};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -292,7 +295,10 @@ fn created_in_field(e: &Expr) -> Option<(LocalId, IdField)> {
 fn carried_creates(
     cfg: &Cfg,
     roles: &Roles,
-) -> (FxHashMap<EdgeId, (Slot, IdField)>, FxHashMap<EdgeId, LocalId>) {
+) -> (
+    FxHashMap<EdgeId, (Slot, IdField)>,
+    FxHashMap<EdgeId, LocalId>,
+) {
     let mut creates = FxHashMap::default();
     let mut stores = FxHashMap::default();
     for (ci, ce) in cfg.edges.iter().enumerate() {
@@ -305,6 +311,34 @@ fn carried_creates(
             continue;
         };
         if !super::id_field::fresh_allocations(cfg, roles, t) {
+            continue;
+        }
+        // A new object for every create: no path from one create of `t` to the next (or to
+        // itself) without a new value of `t`.
+        let t_writes: Vec<EdgeId> = cfg
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| mentioned_writes(&e.op).contains(&t))
+            .map(|(i, _)| EdgeId(i as u32))
+            .collect();
+        let creates_of_t: Vec<&crate::ir::Edge> = cfg
+            .edges
+            .iter()
+            .filter(|e| match (&e.op, roles.of_call(&e.op)) {
+                (Op::Call { args, .. }, Some(Role::ThreadCreate { thread_id, .. })) => args
+                    .get(*thread_id)
+                    .and_then(created_in_field)
+                    .is_some_and(|(x, _)| x == t),
+                _ => false,
+            })
+            .collect();
+        let reused = creates_of_t.iter().any(|a| {
+            creates_of_t
+                .iter()
+                .any(|b| cfg.reaches(a.dst, b.src, &t_writes))
+        });
+        if reused {
             continue;
         }
         let all_stores: Vec<(EdgeId, Slot)> = cfg
@@ -470,7 +504,8 @@ fn entry_value(cfg: &Cfg, l: LocalId, head: NodeId, body: &[bool]) -> Option<i12
 /// - every create statement storing into `a` stores into `a[i]` for the counter `i` of a
 ///   counted loop with the same bound and comparison, starting at or after `j`'s start (peeled
 ///   copies of it included), so the created slots are among the joined ones;
-/// - `a` is used for nothing else (a pointer `a` may be set once, tested and freed), and no path from
+/// - `a` is used for nothing else (a pointer `a` may be set once, tested and freed), and no
+///   path from
 ///   a create reaches the end of the function, a write of `a`, of the bound or another create
 ///   loop run without leaving the join loop first.
 pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<JoinAll> {
@@ -518,7 +553,10 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
                     } else if let Some(s) = args.get(thread_id).and_then(created_slot)
                         && only_in(s.array, thread_id)
                     {
-                        creates.entry(s.array).or_default().push((id, s.index, None));
+                        creates
+                            .entry(s.array)
+                            .or_default()
+                            .push((id, s.index, None));
                         allowed = Some(s.array);
                     }
                 }
@@ -537,11 +575,15 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
                         .filter(|a| only_in(*a, ptr));
                     // `free(a[i])` frees an element's object, leaving the array as it is.
                     if allowed.is_none()
-                        && let Some(ExprKind::Load(lv)) = args.get(ptr).map(|a| &strip_casts(a).kind)
+                        && let Some(ExprKind::Load(lv)) =
+                            args.get(ptr).map(|a| &strip_casts(a).kind)
                         && let Some(s) = slot_of_lval(lv)
                         && only_in(s.array, ptr)
                     {
-                        element_frees.entry(s.array).or_default().push((id, s.index));
+                        element_frees
+                            .entry(s.array)
+                            .or_default()
+                            .push((id, s.index));
                         allowed = Some(s.array);
                     }
                 }
@@ -636,10 +678,14 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
             let orig = if edge.peel == 0 {
                 Some((ce, idx))
             } else {
-                array_creates.iter().copied().find(|(o, oi, _)| {
-                    let oe = cfg.edge(*o);
-                    oe.peel == 0 && oe.loc == edge.loc && oe.op == edge.op && *oi == idx
-                }).map(|(o, oi, _)| (o, oi))
+                array_creates
+                    .iter()
+                    .copied()
+                    .find(|(o, oi, _)| {
+                        let oe = cfg.edge(*o);
+                        oe.peel == 0 && oe.loc == edge.loc && oe.op == edge.op && *oi == idx
+                    })
+                    .map(|(o, oi, _)| (o, oi))
             };
             let Some((orig, idx)) = orig else {
                 ok = false;

@@ -15,7 +15,9 @@
 //!      exclude them (may-locksets). Each failed condition is a reason.
 //!
 //!    Objects with one instance per thread (locals, `_Thread_local` variables) race only when
-//!    one side reaches them through a pointer.
+//!    one side reaches them through a pointer; objects handed to one thread each
+//!    ([`private`]) and the elements or objects each thread gets for itself ([`slots`]: a
+//!    create loop's counter, a ticket, a fresh object) never race.
 //! 4. **Races** group racing pairs by location: one must entry with every access in a must pair,
 //!    one may entry with the rest.
 

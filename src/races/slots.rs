@@ -337,7 +337,8 @@ impl Slots {
                     && fam.region.get(node.0 as usize).copied().unwrap_or(false)
                     && chain_local(types, ix.index, fam.bits) == Some(fam.counter)
                     && before_create(fam)
-                    && let Some(key) = element(&ix, Domain::Loop(fam.id.0, fam.id.1), Holder::Creator)
+                    && let Some(key) =
+                        element(&ix, Domain::Loop(fam.id.0, fam.id.1), Holder::Creator)
                 {
                     return Some(key);
                 }
@@ -586,7 +587,9 @@ pub(crate) fn written_locals(op: &Op, f: &mut dyn FnMut(LocalId)) {
 fn local_writes(cfg: &Cfg) -> FxHashMap<LocalId, Vec<EdgeId>> {
     let mut out: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
     for (i, e) in cfg.edges.iter().enumerate() {
-        written_locals(&e.op, &mut |l| out.entry(l).or_default().push(EdgeId(i as u32)));
+        written_locals(&e.op, &mut |l| {
+            out.entry(l).or_default().push(EdgeId(i as u32))
+        });
     }
     out
 }
@@ -667,7 +670,7 @@ fn loop_families<'p, B: Backend<'p>>(
             if let Some(t) = chain_local(types, arg, pointer_bits(types))
                 && matches!(types.kind(f.local(t).ty), TypeKind::Pointer(_))
             {
-                out.extend(object_family(program, roles, func, c, all, t, &taken, &writes));
+                out.extend(object_family(program, roles, func, c, all, t));
                 continue;
             }
             // The one loop around the create.
@@ -707,8 +710,7 @@ fn loop_families<'p, B: Backend<'p>>(
             }
             // The loop's nodes and those of its peeled copies.
             let mut region = body.clone();
-            let mut by_loc: FxHashMap<crate::ir::Loc, Vec<&crate::ir::Edge>> =
-                FxHashMap::default();
+            let mut by_loc: FxHashMap<crate::ir::Loc, Vec<&crate::ir::Edge>> = FxHashMap::default();
             for e in &cfg.edges {
                 if e.peel == 0 && body[e.src.0 as usize] {
                     by_loc.entry(e.loc).or_default().push(e);
@@ -723,10 +725,7 @@ fn loop_families<'p, B: Backend<'p>>(
                     region[e.src.0 as usize] = true;
                 }
             }
-            if all
-                .iter()
-                .any(|x| !region[cfg.edge(*x).src.0 as usize])
-            {
+            if all.iter().any(|x| !region[cfg.edge(*x).src.0 as usize]) {
                 continue;
             }
             // Every write of the counter in the region is a step of one, all in one direction.
@@ -800,7 +799,10 @@ fn loop_families<'p, B: Backend<'p>>(
             let members: Vec<&crate::threads::Thread> = graph
                 .threads
                 .iter()
-                .filter(|t| t.site.is_some_and(|s| s.func == func && all.contains(&s.edge)))
+                .filter(|t| {
+                    t.site
+                        .is_some_and(|s| s.func == func && all.contains(&s.edge))
+                })
                 .collect();
             let Some(first) = members.first() else {
                 continue;
@@ -858,7 +860,6 @@ fn loop_families<'p, B: Backend<'p>>(
 /// The family of create `c` (with peeled copies `all`) passing local `t`, when every write of
 /// `t` stores a fresh allocation and every path from one create to the next takes such a write:
 /// each thread gets an object no other thread got.
-#[allow(clippy::too_many_arguments)]
 fn object_family(
     program: &Program,
     roles: &Roles,
@@ -866,15 +867,13 @@ fn object_family(
     c: EdgeId,
     all: Vec<EdgeId>,
     t: LocalId,
-    taken: &FxHashSet<LocalId>,
-    writes: &FxHashMap<LocalId, Vec<EdgeId>>,
 ) -> Option<LoopFamily> {
     let f = program.function(func);
     let cfg = f.body.as_ref()?;
-    if taken.contains(&t) || f.params.contains(&t) {
+    if addr_taken(cfg).contains(&t) || f.params.contains(&t) {
         return None;
     }
-    let steps = writes.get(&t)?.clone();
+    let steps = local_writes(cfg).remove(&t)?;
     let alloc_into = |e: &crate::ir::Edge, x: LocalId| match &e.op {
         Op::Call { dest: Some(d), .. } => {
             whole_local(d) == Some(x) && matches!(roles.of_call(&e.op), Some(Role::Alloc))
@@ -1039,8 +1038,7 @@ fn walk_segment(
     types: &TypeTable,
     cfg: &Cfg,
     func: FuncId,
-    g: GlobalId,
-    bits: u64,
+    (g, bits): (GlobalId, u64),
     start: EdgeId,
     taken: &FxHashSet<LocalId>,
     facts: &mut TicketFacts,
@@ -1128,12 +1126,13 @@ fn rel_value(
                 sym.get(&whole_local(lv)?).copied()
             }
         }
-        ExprKind::Binary(BinOp::Add, a, b) => match (strip_casts(a).as_int(), strip_casts(b).as_int())
-        {
-            (None, Some(k)) => rel_value(types, a, g, bits, now, sym)?.checked_add(k),
-            (Some(k), None) => rel_value(types, b, g, bits, now, sym)?.checked_add(k),
-            _ => None,
-        },
+        ExprKind::Binary(BinOp::Add, a, b) => {
+            match (strip_casts(a).as_int(), strip_casts(b).as_int()) {
+                (None, Some(k)) => rel_value(types, a, g, bits, now, sym)?.checked_add(k),
+                (Some(k), None) => rel_value(types, b, g, bits, now, sym)?.checked_add(k),
+                _ => None,
+            }
+        }
         ExprKind::Binary(BinOp::Sub, a, b) => {
             let k = strip_casts(b).as_int()?;
             rel_value(types, a, g, bits, now, sym)?.checked_sub(k)
@@ -1180,9 +1179,7 @@ fn ticket_holders(
         if g.thread_local
             || g.storage == Storage::Extern
             || !wide_enough
-            || types
-                .quals(g.ty)
-                .contains(crate::ir::types::Quals::ATOMIC)
+            || types.quals(g.ty).contains(crate::ir::types::Quals::ATOMIC)
         {
             continue;
         }
@@ -1242,7 +1239,7 @@ fn ticket_holders(
                     && reads_global(rhs, g)
                 {
                     let taken = taken.get_or_insert_with(|| addr_taken(cfg));
-                    walk_segment(types, cfg, func, g, bits, id, taken, &mut facts);
+                    walk_segment(types, cfg, func, (g, bits), id, taken, &mut facts);
                 }
             }
         }
@@ -1338,24 +1335,32 @@ fn before_threads(program: &Program, roles: &Roles, main: FuncId, w: EdgeId, g: 
     let Some(cfg) = &program.function(main).body else {
         return false;
     };
-    let called = program.functions.iter().filter_map(|f| f.body.as_ref()).any(|c| {
-        c.edges.iter().any(|e| {
-            let mut found =
-                matches!(&e.op, Op::Call { callee: Callee::Direct(f), .. } if *f == main);
-            op_exprs(&e.op, &mut |x| {
-                found |= matches!(x.kind, ExprKind::Func(f) if f == main)
-            });
-            found
-        })
-    });
+    let called = program
+        .functions
+        .iter()
+        .filter_map(|f| f.body.as_ref())
+        .any(|c| {
+            c.edges.iter().any(|e| {
+                let mut found =
+                    matches!(&e.op, Op::Call { callee: Callee::Direct(f), .. } if *f == main);
+                op_exprs(&e.op, &mut |x| {
+                    found |= matches!(x.kind, ExprKind::Func(f) if f == main)
+                });
+                found
+            })
+        });
     if called {
         return false;
     }
     let risky = |i: usize, e: &crate::ir::Edge| {
         let mut reads = false;
-        op_exprs(&e.op, &mut |x| {
-            reads |= matches!(&x.kind, ExprKind::Load(lv) if lv.host == Host::Var(Var::Global(g)))
-        });
+        op_exprs(
+            &e.op,
+            &mut |x| {
+                reads |=
+                    matches!(&x.kind, ExprKind::Load(lv) if lv.host == Host::Var(Var::Global(g)))
+            },
+        );
         (reads && i != w.0 as usize)
             || match &e.op {
                 Op::Call { callee, .. } => match callee {
@@ -1372,10 +1377,65 @@ fn before_threads(program: &Program, roles: &Roles, main: FuncId, w: EdgeId, g: 
             }
     };
     let target = cfg.edge(w).src;
-    !cfg
-        .edges
+    !cfg.edges
         .iter()
         .enumerate()
         .filter(|(i, e)| risky(*i, e))
         .any(|(_, e)| cfg.reaches(e.dst, target, &[]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn elem(domain: Domain, holder: Holder, origin: i128, lo: u64, hi: u64) -> SlotKey {
+        SlotKey {
+            domain,
+            holder,
+            span: Span::Element {
+                origin,
+                stride: 8,
+                lo,
+                hi,
+            },
+        }
+    }
+
+    #[test]
+    fn same_loop_same_geometry_is_disjoint() {
+        let d = Domain::Loop(FuncId(0), EdgeId(3));
+        let a = elem(d, Holder::Instance, 0, 0, 4);
+        let b = elem(d, Holder::Creator, 0, 4, 8);
+        assert!(disjoint(Some(&a), Some(&b)));
+        assert!(disjoint(Some(&a), Some(&a)));
+    }
+
+    #[test]
+    fn other_origin_domain_or_creators_are_not() {
+        let d = Domain::Loop(FuncId(0), EdgeId(3));
+        let a = elem(d, Holder::Instance, 0, 0, 4);
+        // Shifted by one element: slot v of one is slot v + 1 of the other.
+        assert!(!disjoint(Some(&a), Some(&elem(d, Holder::Instance, 8, 0, 4))));
+        let other = Domain::Loop(FuncId(0), EdgeId(4));
+        assert!(!disjoint(Some(&a), Some(&elem(other, Holder::Instance, 0, 0, 4))));
+        let c = elem(d, Holder::Creator, 0, 0, 4);
+        assert!(!disjoint(Some(&c), Some(&c)));
+        // Spilling over the element.
+        assert!(!disjoint(Some(&a), Some(&elem(d, Holder::Instance, 0, 4, 12))));
+        assert!(!disjoint(Some(&a), None));
+    }
+
+    #[test]
+    fn tickets_need_a_common_convention() {
+        let t = |conv| SlotKey {
+            domain: Domain::Ticket {
+                counter: GlobalId(1),
+                conv,
+            },
+            holder: Holder::Instance,
+            span: Span::Object,
+        };
+        assert!(disjoint(Some(&t(1)), Some(&t(3))));
+        assert!(!disjoint(Some(&t(1)), Some(&t(2))));
+    }
 }
