@@ -78,7 +78,7 @@ pub enum Span {
     /// Bytes `origin + v * stride + [lo, hi)` of an object.
     Element {
         /// Byte offset of element 0 in the object.
-        origin: i128,
+        origin: i64,
         /// Element size in bytes.
         stride: u64,
         /// First byte touched inside the element.
@@ -152,7 +152,7 @@ enum KeyKind {
     Counter,
     /// The address of the counter's element: the exact offset of element 0, the element size,
     /// and the offset of the passed address inside its element.
-    Element(i128, u64, u64),
+    Element(i64, u64, u64),
     /// A fresh object, allocated since the previous create.
     Object,
 }
@@ -416,15 +416,17 @@ impl Indexed<'_> {
         &self,
         backend: &B,
         ctx: &crate::context::Context,
-    ) -> Option<i128> {
+    ) -> Option<i64> {
         let base = match self.origin {
             Origin::Object => 0,
             Origin::Ptr(e) => backend.exact_offset(ctx, e)?,
         };
-        base.checked_add(i128::from(self.prefix))
+        i64::try_from(base)
+            .ok()?
+            .checked_add(i64::try_from(self.prefix).ok()?)
     }
 
-    fn key(&self, domain: Domain, holder: Holder, origin: i128) -> SlotKey {
+    fn key(&self, domain: Domain, holder: Holder, origin: i64) -> SlotKey {
         SlotKey {
             domain,
             holder,
@@ -1388,7 +1390,7 @@ fn before_threads(program: &Program, roles: &Roles, main: FuncId, w: EdgeId, g: 
 mod tests {
     use super::*;
 
-    fn elem(domain: Domain, holder: Holder, origin: i128, lo: u64, hi: u64) -> SlotKey {
+    fn elem(domain: Domain, holder: Holder, origin: i64, lo: u64, hi: u64) -> SlotKey {
         SlotKey {
             domain,
             holder,
@@ -1415,13 +1417,22 @@ mod tests {
         let d = Domain::Loop(FuncId(0), EdgeId(3));
         let a = elem(d, Holder::Instance, 0, 0, 4);
         // Shifted by one element: slot v of one is slot v + 1 of the other.
-        assert!(!disjoint(Some(&a), Some(&elem(d, Holder::Instance, 8, 0, 4))));
+        assert!(!disjoint(
+            Some(&a),
+            Some(&elem(d, Holder::Instance, 8, 0, 4))
+        ));
         let other = Domain::Loop(FuncId(0), EdgeId(4));
-        assert!(!disjoint(Some(&a), Some(&elem(other, Holder::Instance, 0, 0, 4))));
+        assert!(!disjoint(
+            Some(&a),
+            Some(&elem(other, Holder::Instance, 0, 0, 4))
+        ));
         let c = elem(d, Holder::Creator, 0, 0, 4);
         assert!(!disjoint(Some(&c), Some(&c)));
         // Spilling over the element.
-        assert!(!disjoint(Some(&a), Some(&elem(d, Holder::Instance, 0, 4, 12))));
+        assert!(!disjoint(
+            Some(&a),
+            Some(&elem(d, Holder::Instance, 0, 4, 12))
+        ));
         assert!(!disjoint(Some(&a), None));
     }
 
