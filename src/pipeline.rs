@@ -229,6 +229,7 @@ fn run<'p, B: Backend<'p>>(
         });
     let escape = Escape::compute(program, roles);
     let private = races::private::private_allocations(program, roles, &graph);
+    let slots = races::slots::Slots::compute(program, roles, &graph, &backend, &locksets);
     let races = races::detect(&races::Inputs {
         program,
         backend: &backend,
@@ -239,6 +240,7 @@ fn run<'p, B: Backend<'p>>(
         thread_facts: &thread_facts,
         escape: &escape,
         private: &private,
+        slots: &slots,
     });
     phases.push(Phase::new("races", t.elapsed()));
     if races.truncated {

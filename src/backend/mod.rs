@@ -272,6 +272,14 @@ pub trait Backend<'p> {
     /// The functions a function-pointer expression may designate at `ctx`.
     fn functions(&self, ctx: &Context, e: &Expr) -> FuncTargets;
 
+    /// The one byte offset (possibly negative) that every object a pointer expression may
+    /// point to at `ctx` is pointed to at: `Some(c)` when `e` points to at least one object
+    /// and to each at exactly offset `c` (or is null); `None` when unknown or imprecise.
+    /// Defaults to `None`.
+    fn exact_offset(&self, _ctx: &Context, _e: &Expr) -> Option<i128> {
+        None
+    }
+
     /// The memory accesses of the statement of `ctx` (not those of called functions).
     fn accesses(&self, ctx: &Context) -> Vec<MemAccess<'p>>;
 

@@ -5,8 +5,12 @@
 //!   them keeps a path certain;
 //! - *join loops*, which join every thread a *create loop* stored in an array of thread ids
 //!   (`for (i = 0; i < n; i++) pthread_create(&t[i], ...); ... for (j = 0; j < n; j++)
-//!   pthread_join(t[j], 0);`), so that after them none of those threads runs.
+//!   pthread_join(t[j], 0);`), so that after them none of those threads runs. The ids may
+//!   also sit in a field of a fresh object per iteration that the array points to (`w =
+//!   malloc(..); a[i] = w; pthread_create(&w->tid, ...); ... pthread_join(a[j]->tid, 0);`)
+//!   when nothing else can write that field ([`super::id_field`]).
 
+use crate::ir::types::CompId;
 use crate::ir::visit::{
     expr_mentions_local, local_of, lval_mentions_local, op_exprs, strip_casts, walk_cfg_addr_taken,
     walk_expr, whole_local,
@@ -20,7 +24,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 /// The bound a counted loop compares its counter with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Bound {
+pub(crate) enum Bound {
     /// An integer constant.
     Const(i128),
     /// A local the loop does not change.
@@ -31,7 +35,7 @@ pub(super) enum Bound {
 /// changes the counter only by constant steps towards the bound and changes nothing else the
 /// test reads.
 #[derive(Clone, Debug)]
-pub(super) struct CountedLoop {
+pub(crate) struct CountedLoop {
     /// Membership of the CFG nodes in the loop (head included).
     pub body: Vec<bool>,
     /// The edge that leaves the loop (the failing test).
@@ -53,7 +57,7 @@ pub(super) struct CountedLoop {
 /// terminates, so its exit is reached on every path that reaches it, with the threads created
 /// and joined before it unchanged. With `allow_joins`, bodies may join threads (such loops
 /// may block in a join, so their exit is not certain).
-pub(super) fn counted_loops(
+pub(crate) fn counted_loops(
     program: &Program,
     roles: &Roles,
     func: FuncId,
@@ -251,12 +255,150 @@ fn created_slot(e: &Expr) -> Option<Slot> {
     }
 }
 
-/// The slot a join's thread-id argument reads.
-fn joined_slot(e: &Expr) -> Option<Slot> {
-    match &strip_casts(e).kind {
-        ExprKind::Load(lv) => slot_of_lval(lv),
+/// A field of a struct (struct, member index) holding a thread id.
+type IdField = (CompId, u32);
+
+/// The slot a join's thread-id argument reads: `a[i]`, or the id field of the object `a[i]`
+/// points to (`a[i]->tid`).
+fn joined_slot(e: &Expr) -> Option<(Slot, Option<IdField>)> {
+    let ExprKind::Load(lv) = &strip_casts(e).kind else {
+        return None;
+    };
+    if let Some(s) = slot_of_lval(lv) {
+        return Some((s, None));
+    }
+    match (&lv.host, lv.proj.as_slice()) {
+        (Host::Deref(p), [Proj::Field { comp, index }]) => match &strip_casts(p).kind {
+            ExprKind::Load(inner) => Some((slot_of_lval(inner)?, Some((*comp, *index)))),
+            _ => None,
+        },
         _ => None,
     }
+}
+
+/// A create storing the id into a field of the object a local points to (`&t->tid`).
+fn created_in_field(e: &Expr) -> Option<(LocalId, IdField)> {
+    let ExprKind::AddrOf(lv) = &strip_casts(e).kind else {
+        return None;
+    };
+    match (&lv.host, lv.proj.as_slice()) {
+        (Host::Deref(p), [Proj::Field { comp, index }]) => Some((local_of(p)?, (*comp, *index))),
+        _ => None,
+    }
+}
+
+/// The creates of `cfg` that store the id into a field of a fresh object `t` points to, where
+/// each iteration first stores `t` into a slot `a[i]` (`t = malloc(..); a[i] = t;
+/// pthread_create(&t->tid, ..)`): per create, its slot and field, and per slot store, its
+/// array. Every path to such a create takes a store of `t` (same peeled copy), and none
+/// writes `t`, the index or the array between the store and the create.
+fn carried_creates(
+    cfg: &Cfg,
+    roles: &Roles,
+) -> (
+    FxHashMap<EdgeId, (Slot, IdField)>,
+    FxHashMap<EdgeId, LocalId>,
+) {
+    let mut creates = FxHashMap::default();
+    let mut stores = FxHashMap::default();
+    for (ci, ce) in cfg.edges.iter().enumerate() {
+        let (Op::Call { args, .. }, Some(Role::ThreadCreate { thread_id, .. })) =
+            (&ce.op, roles.of_call(&ce.op))
+        else {
+            continue;
+        };
+        let Some((t, field)) = args.get(*thread_id).and_then(created_in_field) else {
+            continue;
+        };
+        if !super::id_field::fresh_allocations(cfg, roles, t) {
+            continue;
+        }
+        // A new object for every create: no path from one create of `t` to the next (or to
+        // itself) without a new value of `t`.
+        let t_writes: Vec<EdgeId> = cfg
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| mentioned_writes(&e.op).contains(&t))
+            .map(|(i, _)| EdgeId(i as u32))
+            .collect();
+        let creates_of_t: Vec<&crate::ir::Edge> = cfg
+            .edges
+            .iter()
+            .filter(|e| match (&e.op, roles.of_call(&e.op)) {
+                (Op::Call { args, .. }, Some(Role::ThreadCreate { thread_id, .. })) => args
+                    .get(*thread_id)
+                    .and_then(created_in_field)
+                    .is_some_and(|(x, _)| x == t),
+                _ => false,
+            })
+            .collect();
+        let reused = creates_of_t.iter().any(|a| {
+            creates_of_t
+                .iter()
+                .any(|b| cfg.reaches(a.dst, b.src, &t_writes))
+        });
+        if reused {
+            continue;
+        }
+        let all_stores: Vec<(EdgeId, Slot)> = cfg
+            .edges
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match &e.op {
+                Op::Assign { lhs, rhs } if local_of(rhs) == Some(t) => {
+                    slot_of_lval(lhs).map(|s| (EdgeId(i as u32), s))
+                }
+                _ => None,
+            })
+            .collect();
+        let [(store, slot)] = all_stores
+            .iter()
+            .filter(|(s, _)| cfg.edge(*s).peel == ce.peel)
+            .copied()
+            .collect::<Vec<_>>()[..]
+        else {
+            continue;
+        };
+        let store_edges: Vec<EdgeId> = all_stores.iter().map(|(s, _)| *s).collect();
+        if slot.array == t || slot.index == t || cfg.reaches(cfg.entry, ce.src, &store_edges) {
+            continue;
+        }
+        // Nothing between the store and the create changes t, the index or the array.
+        let create = EdgeId(ci as u32);
+        let mut seen = vec![false; cfg.nodes.len()];
+        let mut stack = vec![cfg.edge(store).dst];
+        let mut clean = true;
+        while let Some(n) = stack.pop() {
+            if std::mem::replace(&mut seen[n.0 as usize], true) {
+                continue;
+            }
+            for &e in &cfg.node(n).succs {
+                if e == create || store_edges.contains(&e) {
+                    continue;
+                }
+                let m = mentioned_writes(&cfg.edge(e).op);
+                if m.contains(&t) || m.contains(&slot.index) || m.contains(&slot.array) {
+                    clean = false;
+                }
+                stack.push(cfg.edge(e).dst);
+            }
+        }
+        if clean {
+            creates.insert(create, (slot, field));
+            stores.insert(store, slot.array);
+        }
+    }
+    (creates, stores)
+}
+
+/// The locals an instruction writes (wholly or in part).
+fn mentioned_writes(op: &Op) -> FxHashSet<LocalId> {
+    let mut out = FxHashSet::default();
+    crate::races::slots::written_locals(op, &mut |l| {
+        out.insert(l);
+    });
+    out
 }
 
 /// The locals an instruction mentions (reads, writes or takes the address of).
@@ -362,7 +504,8 @@ fn entry_value(cfg: &Cfg, l: LocalId, head: NodeId, body: &[bool]) -> Option<i12
 /// - every create statement storing into `a` stores into `a[i]` for the counter `i` of a
 ///   counted loop with the same bound and comparison, starting at or after `j`'s start (peeled
 ///   copies of it included), so the created slots are among the joined ones;
-/// - `a` is used for nothing else (a pointer `a` may be set once and freed), and no path from
+/// - `a` is used for nothing else (a pointer `a` may be set once, tested and freed), and no
+///   path from
 ///   a create reaches the end of the function, a write of `a`, of the bound or another create
 ///   loop run without leaving the join loop first.
 pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<JoinAll> {
@@ -376,8 +519,13 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
     }
     // Classify every edge that mentions a local: creates and joins through slots, whole
     // assignments and frees of pointers; anything else disqualifies the local as an array.
-    let mut creates: FxHashMap<LocalId, Vec<(EdgeId, LocalId)>> = FxHashMap::default();
-    let mut joins: FxHashMap<LocalId, Vec<(EdgeId, LocalId)>> = FxHashMap::default();
+    let (carried, carrier_stores) = carried_creates(cfg, roles);
+    let mut creates: FxHashMap<LocalId, Vec<(EdgeId, LocalId, Option<IdField>)>> =
+        FxHashMap::default();
+    let mut joins: FxHashMap<LocalId, Vec<(EdgeId, LocalId, Option<IdField>)>> =
+        FxHashMap::default();
+    // Frees of the objects array elements point to (`free(a[i])`), by array.
+    let mut element_frees: FxHashMap<LocalId, Vec<(EdgeId, LocalId)>> = FxHashMap::default();
     let mut sets: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
     let mut bad: FxHashSet<LocalId> = FxHashSet::default();
     for (i, e) in cfg.edges.iter().enumerate() {
@@ -397,18 +545,26 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
             };
             match roles.of_call(&e.op).cloned() {
                 Some(Role::ThreadCreate { thread_id, .. }) => {
-                    if let Some(s) = args.get(thread_id).and_then(created_slot)
+                    if let Some((s, field)) = carried.get(&id) {
+                        creates
+                            .entry(s.array)
+                            .or_default()
+                            .push((id, s.index, Some(*field)));
+                    } else if let Some(s) = args.get(thread_id).and_then(created_slot)
                         && only_in(s.array, thread_id)
                     {
-                        creates.entry(s.array).or_default().push((id, s.index));
+                        creates
+                            .entry(s.array)
+                            .or_default()
+                            .push((id, s.index, None));
                         allowed = Some(s.array);
                     }
                 }
                 Some(Role::ThreadJoin { thread_id }) => {
-                    if let Some(s) = args.get(thread_id).and_then(joined_slot)
+                    if let Some((s, field)) = args.get(thread_id).and_then(joined_slot)
                         && only_in(s.array, thread_id)
                     {
-                        joins.entry(s.array).or_default().push((id, s.index));
+                        joins.entry(s.array).or_default().push((id, s.index, field));
                         allowed = Some(s.array);
                     }
                 }
@@ -417,6 +573,19 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
                         .get(ptr)
                         .and_then(local_of)
                         .filter(|a| only_in(*a, ptr));
+                    // `free(a[i])` frees an element's object, leaving the array as it is.
+                    if allowed.is_none()
+                        && let Some(ExprKind::Load(lv)) =
+                            args.get(ptr).map(|a| &strip_casts(a).kind)
+                        && let Some(s) = slot_of_lval(lv)
+                        && only_in(s.array, ptr)
+                    {
+                        element_frees
+                            .entry(s.array)
+                            .or_default()
+                            .push((id, s.index));
+                        allowed = Some(s.array);
+                    }
                 }
                 _ => {}
             }
@@ -428,6 +597,13 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
             if !expr_mentions_local(rhs, a) {
                 allowed = Some(a);
             }
+        }
+        if let Some(a) = carrier_stores.get(&id) {
+            allowed = Some(*a);
+        }
+        // A branch only reads (`if (!t) return;`): it neither changes nor leaks the array.
+        if matches!(e.op, Op::Assume { .. }) {
+            continue;
         }
         for l in mentioned(&e.op) {
             if Some(l) != allowed {
@@ -448,18 +624,18 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         if leaves_elsewhere {
             continue;
         }
-        let in_body: Vec<(LocalId, EdgeId)> = joins
+        let in_body: Vec<(LocalId, EdgeId, Option<IdField>)> = joins
             .iter()
-            .flat_map(|(a, v)| v.iter().map(move |(e, idx)| (*a, *e, *idx)))
-            .filter(|(_, e, idx)| {
+            .flat_map(|(a, v)| v.iter().map(move |(e, idx, f)| (*a, *e, *idx, *f)))
+            .filter(|(_, e, idx, _)| {
                 body_has(&j_loop.body, cfg.edge(*e).src) && *idx == j_loop.counter
             })
-            .map(|(a, e, _)| (a, e))
+            .map(|(a, e, _, f)| (a, e, f))
             .collect();
-        let [(array, join_edge)] = in_body.as_slice() else {
+        let [(array, join_edge, field)] = in_body.as_slice() else {
             continue;
         };
-        let (array, join_edge) = (*array, *join_edge);
+        let (array, join_edge, field) = (*array, *join_edge, *field);
         if bad.contains(&array) || joins.get(&array).is_some_and(|v| v.len() != 1) {
             continue;
         }
@@ -491,16 +667,25 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         let mut create_edges = Vec::new();
         let mut create_exits = Vec::new();
         let mut ok = true;
-        for &(ce, idx) in array_creates {
+        for &(ce, idx, cfield) in array_creates {
             let edge = cfg.edge(ce);
+            // The join reads the ids where the creates store them.
+            if cfield != field {
+                ok = false;
+                break;
+            }
             // Peeled copies stand for their original create statement.
             let orig = if edge.peel == 0 {
                 Some((ce, idx))
             } else {
-                array_creates.iter().copied().find(|(o, oi)| {
-                    let oe = cfg.edge(*o);
-                    oe.peel == 0 && oe.loc == edge.loc && oe.op == edge.op && *oi == idx
-                })
+                array_creates
+                    .iter()
+                    .copied()
+                    .find(|(o, oi, _)| {
+                        let oe = cfg.edge(*o);
+                        oe.peel == 0 && oe.loc == edge.loc && oe.op == edge.op && *oi == idx
+                    })
+                    .map(|(o, oi, _)| (o, oi))
             };
             let Some((orig, idx)) = orig else {
                 ok = false;
@@ -525,6 +710,32 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         }
         if !ok {
             continue;
+        }
+        // Ids kept in the objects' fields: nothing else writes the field, and the objects
+        // are freed only through the array.
+        if let Some((comp, index)) = field {
+            let creates: Vec<(FuncId, EdgeId)> = create_edges.iter().map(|e| (func, *e)).collect();
+            // Objects are freed after their join: in the join loop after the join of the
+            // current element, or once the join loop is over.
+            let frees: Vec<(FuncId, EdgeId)> = element_frees
+                .get(&array)
+                .into_iter()
+                .flatten()
+                .filter(|(e, idx)| {
+                    let src = cfg.edge(*e).src;
+                    let after_join = body_has(&j_loop.body, src)
+                        && *idx == j_loop.counter
+                        && !cfg.reaches(head, src, &[join_edge]);
+                    let after_loop = create_edges
+                        .iter()
+                        .all(|c| !cfg.reaches(cfg.edge(*c).dst, src, &[j_loop.exit]));
+                    after_join || after_loop
+                })
+                .map(|(e, _)| (func, *e))
+                .collect();
+            if !super::id_field::written_only_by(program, roles, comp, index, &creates, &frees) {
+                continue;
+            }
         }
         // No path from a create (or the end of a create loop) to the end of the function, a
         // new value of the array or bound, or another create without the join loop's exit.

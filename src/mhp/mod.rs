@@ -35,7 +35,8 @@ use racedar_domains::{BitSet, Bool3, Interval};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-mod loops;
+mod id_field;
+pub(crate) mod loops;
 
 /// A thread-id variable, as a key for matching joins with creates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

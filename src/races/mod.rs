@@ -15,12 +15,15 @@
 //!      exclude them (may-locksets). Each failed condition is a reason.
 //!
 //!    Objects with one instance per thread (locals, `_Thread_local` variables) race only when
-//!    one side reaches them through a pointer.
+//!    one side reaches them through a pointer; objects handed to one thread each
+//!    ([`private`]) and the elements or objects each thread gets for itself ([`slots`]: a
+//!    create loop's counter, a ticket, a fresh object) never race.
 //! 4. **Races** group racing pairs by location: one must entry with every access in a must pair,
 //!    one may entry with the rest.
 
 pub mod escape;
 pub mod private;
+pub mod slots;
 
 use crate::backend::{
     AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Target, TypeClass,
@@ -62,6 +65,8 @@ pub struct Access<'p> {
     /// Instance locks: (struct, lock offset) such that the access touches an instance of the
     /// struct whose lock at that offset is held ([`crate::lockset::SymLock`]).
     pub inst_locks: SmallVec<[InstLock; 1]>,
+    /// The per-instance slot the access touches, if any ([`slots`]).
+    pub slot: Option<slots::SlotKey>,
 }
 
 /// An instance lock of an access ([`Access::inst_locks`]): two accesses to the same bytes
@@ -131,6 +136,8 @@ pub struct Inputs<'a, 'p, B: Backend<'p>> {
     pub escape: &'a Escape,
     /// Allocation statements whose objects each belong to one thread ([`private`]).
     pub private: &'a FxHashSet<(FuncId, crate::ir::EdgeId)>,
+    /// Accesses to per-instance slots ([`slots`]).
+    pub slots: &'a slots::Slots,
 }
 
 /// The classes of sub-objects of each struct/union (for matching typed accesses).
@@ -195,6 +202,7 @@ struct Signature {
     /// For an access through an unresolved pointer to a member (`p->f`, `p->a[i]`), the struct
     /// and the bytes of it the member occupies ([`member_range`]).
     member: Option<(CompId, ByteRange)>,
+    slot: Option<slots::SlotKey>,
 }
 
 /// The struct `S` and the bytes `[lo, hi)` of it that a member access `p->f…` (with `p` a
@@ -280,6 +288,7 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
                 Target::Typed(_) => member_range(program, &a.mem.site),
                 Target::Addr(_) => None,
             },
+            slot: a.slot,
         };
         match sig_index.get(&s) {
             Some(&k) => sigs[k].1.push(i),
@@ -586,6 +595,10 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             {
                 return None;
             }
+            // Each thread's own element of the object.
+            if slots::disjoint(a.slot.as_ref(), b.slot.as_ref()) {
+                return None;
+            }
         }
         // Locks.
         let inh_a = &inp.inherited[a.thread.0 as usize];
@@ -770,6 +783,7 @@ type AccessKey = (
     bool,
     LocksAt,
     ActiveAt,
+    Option<slots::SlotKey>,
 );
 
 /// Collects the accesses of every reachable statement of every thread context.
@@ -807,6 +821,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         ctx: c,
                         node,
                     });
+                    let slot = inp.slots.key(program, inp.backend, tc, c, edge, &mem);
                     let key = (
                         thread,
                         func,
@@ -816,6 +831,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         mem.atomic,
                         locks.clone(),
                         active.clone(),
+                        slot,
                     );
                     if !seen.insert(key) {
                         continue;
@@ -831,6 +847,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         locks,
                         active,
                         inst_locks,
+                        slot,
                     });
                 }
             }

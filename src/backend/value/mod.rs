@@ -632,6 +632,29 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
         FuncTargets { funcs, exact }
     }
 
+    fn exact_offset(&self, ctx: &Context, e: &Expr) -> Option<i128> {
+        if !self.live() {
+            return None;
+        }
+        let s = self.state_at(ctx)?;
+        let v = self.interp(ctx.thread).eval(s, ctx.fctx.func, e).as_ptr();
+        if v.unknown {
+            return None;
+        }
+        let mut offset = None;
+        for (b, off) in v.targets() {
+            if matches!(b, Base::Func(_)) {
+                return None;
+            }
+            let c = off.as_constant()?;
+            if offset.is_some_and(|o| o != c) {
+                return None;
+            }
+            offset = Some(c);
+        }
+        offset
+    }
+
     fn accesses(&self, ctx: &Context) -> Vec<MemAccess<'p>> {
         if !self.live() {
             return self.syntactic.accesses(ctx);
