@@ -22,6 +22,7 @@
 
 pub mod backend;
 pub mod changes;
+pub mod concrete;
 pub mod context;
 pub mod dataflow;
 pub mod frontend;
