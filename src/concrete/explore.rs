@@ -306,8 +306,8 @@ pub struct Budget {
 impl Default for Budget {
     fn default() -> Self {
         Budget {
-            run: 100_000,
-            total: 1_500_000,
+            run: 30_000,
+            total: 600_000,
             attempts: 200,
         }
     }

@@ -162,6 +162,8 @@ pub struct Frame {
     pub call: Option<EdgeId>,
     /// Why it was pushed.
     pub kind: FrameKind,
+    /// Locals not allocated yet.
+    pub missing: usize,
 }
 
 /// A thread.
@@ -786,6 +788,9 @@ impl<'p> Machine<'p> {
     /// Allocates the locals of the top frame of `tid` that `op` (and, for a return, the
     /// caller's pending call) names.
     fn ensure_locals(&mut self, tid: usize, op: &Op) -> Result<(), Stop> {
+        if self.threads[tid].frames.last().is_none_or(|f| f.missing == 0) {
+            return Ok(());
+        }
         let mut needed: Vec<LocalId> = Vec::new();
         let mut note = |lv: &Lval| {
             if let Host::Var(Var::Local(l)) = lv.host {
@@ -828,7 +833,9 @@ impl<'p> Machine<'p> {
                 self.p.types.align_of(ty),
                 Origin::Local { func, local: l },
             )?;
-            self.threads[tid].frames[frame].locals[l.0 as usize] = self.mem.object(id).base;
+            let fr = &mut self.threads[tid].frames[frame];
+            fr.locals[l.0 as usize] = self.mem.object(id).base;
+            fr.missing -= 1;
         }
         Ok(())
     }
@@ -860,6 +867,7 @@ impl<'p> Machine<'p> {
             locals: vec![0; f.locals.len()],
             call: None,
             kind,
+            missing: f.locals.len(),
         });
         let frame = self.threads[tid].frames.len() - 1;
         self.allocate(tid, frame, &f.params)?;

@@ -5,9 +5,12 @@
 //! Functions are recognised by their concurrency-model role ([`crate::model::Role`]) first,
 //! then by name. A function that is neither stops the execution: its effect is unknown.
 //! Accesses are recorded as the static analysis counts them (`crate::backend::accesses`):
-//! synchronisation calls access nothing but their argument expressions, `free` and `realloc`
-//! write the whole block, library functions read and write the bytes they touch, atomic
-//! builtins access their object atomically.
+//! synchronisation calls access nothing but their argument expressions, library functions
+//! read and write the bytes they touch, atomic builtins access their object atomically.
+//! Deallocation (`free`, `realloc`) is not claimed as an access: whether releasing a block
+//! races with a use of it is not settled by SV-COMP's definition of a data race (Goblint does
+//! not count it), so a witness never rests on it; a use after the release still stops the
+//! execution.
 
 use super::Stop;
 use super::interp::{Acc, Event, Ext, FrameKind, Machine, Status, StepOut, SyncKey};
@@ -718,7 +721,6 @@ impl Machine<'_> {
                 if a == 0 {
                     return Ok(Ext::Return(self.ret(f, 0)?));
                 }
-                acc.push(id, 0, size, true, false);
                 let data = self.mem.read_at(id, 0, size.min(n));
                 self.write_mem(a, &data, acc, false, false)?;
                 self.mem.kill(id);
@@ -727,8 +729,7 @@ impl Machine<'_> {
             "free" | "cfree" => {
                 let p = self.ptr_arg(vals, 0)?;
                 if p != 0 {
-                    let (id, size) = self.heap_block(p)?;
-                    acc.push(id, 0, size, true, false);
+                    let (id, _) = self.heap_block(p)?;
                     self.mem.kill(id);
                 }
                 ok(self)

@@ -118,9 +118,13 @@ impl Detector {
 
     /// Takes in step `step` (index in the schedule) of thread `t`.
     pub fn observe(&mut self, t: usize, step: usize, out: &StepOut) {
-        let now = self.vc(t).clone();
-        for a in &out.accesses {
-            self.access(t, step, a, &now);
+        if !out.accesses.is_empty() {
+            self.vc(t);
+            let now = std::mem::take(&mut self.threads[t]);
+            for a in &out.accesses {
+                self.access(t, step, a, &now);
+            }
+            self.threads[t] = now;
         }
         for ev in &out.events {
             match *ev {
