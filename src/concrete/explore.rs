@@ -19,6 +19,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Steps a thread runs before a run-to-block scheduler moves on (so busy-waiting loops end).
 const SLICE: u32 = 2000;
+/// Steps without reaching a new (thread, program point) before an execution ends: its
+/// threads only repeat what they did (spinning, waiting for each other in loops).
+const STALE: u64 = 5000;
 
 /// How the next thread is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +31,10 @@ pub enum Sched {
     RunToBlock,
     /// As `RunToBlock`, but a created thread runs at once.
     ChildFirst,
+    /// As `RunToBlock`, but the next thread is the most recently created one.
+    NewestFirst,
+    /// Another thread after every step that releases, signals or creates.
+    SyncPreempt,
     /// Every step goes to the next thread in creation order.
     RoundRobin,
     /// After each step, another thread with probability ¼ (seeded).
@@ -40,6 +47,8 @@ impl Sched {
         match self {
             Sched::RunToBlock => "run-to-block".into(),
             Sched::ChildFirst => "child-first".into(),
+            Sched::NewestFirst => "newest-first".into(),
+            Sched::SyncPreempt => "preemption at synchronisation".into(),
             Sched::RoundRobin => "round-robin".into(),
             Sched::Random(s) => format!("random (seed {s})"),
         }
@@ -52,6 +61,8 @@ struct Scheduler {
     current: usize,
     slice: u32,
     rng: u64,
+    /// The last step synchronised: `SyncPreempt` switches.
+    switch: bool,
 }
 
 impl Scheduler {
@@ -65,6 +76,7 @@ impl Scheduler {
             current: 0,
             slice: 0,
             rng,
+            switch: false,
         }
     }
 
@@ -90,7 +102,21 @@ impl Scheduler {
                     next_after(self.current)
                 }
             }
+            Sched::NewestFirst => {
+                if stay && self.slice < SLICE {
+                    Some(self.current)
+                } else {
+                    (0..n).rev().find(|&t| ok(t) && t != self.current).or(stay.then_some(self.current))
+                }
+            }
             Sched::RoundRobin => next_after(self.current),
+            Sched::SyncPreempt => {
+                if stay && !self.switch {
+                    Some(self.current)
+                } else {
+                    next_after(self.current)
+                }
+            }
             Sched::Random(_) => {
                 if stay && self.random() % 4 != 0 {
                     Some(self.current)
@@ -105,6 +131,7 @@ impl Scheduler {
                 }
             }
         }?;
+        self.switch = false;
         if t != self.current {
             self.slice = 0;
         }
@@ -113,10 +140,18 @@ impl Scheduler {
         Some(t)
     }
 
-    fn created(&mut self, child: usize) {
-        if self.policy == Sched::ChildFirst {
-            self.current = child;
-            self.slice = 0;
+    /// Takes in the events of the step just taken.
+    fn after(&mut self, events: &[Event]) {
+        for e in events {
+            if let Event::Create(c) = e
+                && self.policy == Sched::ChildFirst
+            {
+                self.current = *c;
+                self.slice = 0;
+            }
+            if matches!(e, Event::Create(_) | Event::Release(_)) {
+                self.switch = true;
+            }
         }
     }
 }
@@ -150,6 +185,8 @@ pub fn execute(
     let mut det = Detector::default();
     let mut sched = Scheduler::new(policy);
     let mut blocked: Vec<bool> = Vec::new();
+    let mut coverage: FxHashSet<(u32, FuncId, crate::ir::NodeId)> = FxHashSet::default();
+    let mut since_new = 0u64;
     while run.steps < budget && !m.finished() {
         let n = m.threads.len();
         blocked.resize(n, false);
@@ -167,9 +204,15 @@ pub fn execute(
                 blocked.iter_mut().for_each(|b| *b = false);
                 det.observe(t, run.schedule.len(), &out);
                 run.schedule.push(t as u32);
-                for e in &out.events {
-                    if let Event::Create(c) = e {
-                        sched.created(*c);
+                sched.after(&out.events);
+                if let Some((func, node)) = m.position(t)
+                    && coverage.insert((t as u32, func, node))
+                {
+                    since_new = 0;
+                } else {
+                    since_new += 1;
+                    if since_new > STALE {
+                        break; // nothing new for a while: a thread spins
                     }
                 }
             }
@@ -320,6 +363,7 @@ pub fn strategies() -> Vec<(NondetPlan, Sched)> {
         NondetPlan::Const(0),
         NondetPlan::Const(2),
         NondetPlan::Const(3),
+        NondetPlan::Const(4),
         NondetPlan::Random {
             seed: 7,
             lo: 0,
@@ -334,6 +378,8 @@ pub fn strategies() -> Vec<(NondetPlan, Sched)> {
     let scheds = [
         Sched::ChildFirst,
         Sched::RunToBlock,
+        Sched::NewestFirst,
+        Sched::SyncPreempt,
         Sched::RoundRobin,
         Sched::Random(1),
         Sched::Random(2),

@@ -941,6 +941,16 @@ impl Machine<'_> {
                 }
                 Ok(Ext::Return(self.ret(f, t)?))
             }
+            "ffs" | "ffsl" | "ffsll" => {
+                let v = self.int_arg(vals, 0)?;
+                let bits = match vals.first().map(|(_, t)| self.repr(*t)) {
+                    Some(Ok(Repr::Int { bits, .. })) => bits,
+                    _ => 32,
+                };
+                let x = trunc(v as u128, bits);
+                let r = if x == 0 { 0 } else { x.trailing_zeros() as i128 + 1 };
+                Ok(Ext::Return(self.ret(f, r)?))
+            }
             "getpid" | "gettid" => Ok(Ext::Return(self.ret(f, 4242 + tid as i128)?)),
             "pthread_self" | "thrd_current" => Ok(Ext::Return(self.ret(f, tid as i128 + 1)?)),
             "pthread_equal" | "thrd_equal" => {
