@@ -106,7 +106,10 @@ impl Scheduler {
                 if stay && self.slice < SLICE {
                     Some(self.current)
                 } else {
-                    (0..n).rev().find(|&t| ok(t) && t != self.current).or(stay.then_some(self.current))
+                    (0..n)
+                        .rev()
+                        .find(|&t| ok(t) && t != self.current)
+                        .or(stay.then_some(self.current))
                 }
             }
             Sched::RoundRobin => next_after(self.current),
@@ -118,7 +121,7 @@ impl Scheduler {
                 }
             }
             Sched::Random(_) => {
-                if stay && self.random() % 4 != 0 {
+                if stay && !self.random().is_multiple_of(4) {
                     Some(self.current)
                 } else {
                     let c: Vec<usize> = (0..n).filter(|&t| ok(t)).collect();
@@ -164,24 +167,20 @@ pub struct Run {
     pub candidates: Vec<Candidate>,
     /// Steps spent, blocked attempts included.
     pub steps: u64,
+    /// Whether another schedule or other nondeterministic values could change the execution
+    /// (it created a thread or drew a value).
+    pub varies: bool,
 }
 
-/// Runs one execution of at most `budget` steps.
-pub fn execute(
-    p: &Program,
-    roles: &Roles,
-    nondet: NondetPlan,
-    policy: Sched,
-    budget: u64,
-) -> Run {
+/// Runs one execution of at most `budget` steps from the initial state `init`.
+pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u64) -> Run {
     let mut run = Run {
         schedule: Vec::new(),
         candidates: Vec::new(),
         steps: 0,
+        varies: false,
     };
-    let Ok(mut m) = Machine::new(p, roles, nondet) else {
-        return run;
-    };
+    let mut m = init.with_plan(nondet);
     let mut det = Detector::default();
     let mut sched = Scheduler::new(policy);
     let mut blocked: Vec<bool> = Vec::new();
@@ -219,6 +218,7 @@ pub fn execute(
         }
     }
     run.candidates = det.candidates;
+    run.varies = m.threads.len() > 1 || m.threads.iter().any(|t| t.nondets > 0);
     run
 }
 
@@ -234,17 +234,14 @@ pub fn peek(m: &Machine<'_>, t: usize) -> Vec<Access> {
 /// Tries to confirm a candidate of `run` within `limit` steps; returns the witness found (it
 /// may be another pair than the candidate's, with the same first access) and the steps spent.
 pub fn confirm(
-    p: &Program,
-    roles: &Roles,
+    init: &Machine<'_>,
     nondet: NondetPlan,
     run: &Run,
     cand: &Candidate,
     limit: u64,
 ) -> (Option<Witness>, u64) {
     let mut steps = 0u64;
-    let Ok(mut m) = Machine::new(p, roles, nondet) else {
-        return (None, steps);
-    };
+    let mut m = init.with_plan(nondet);
     for &t in &run.schedule[..cand.first_step] {
         steps += 1;
         if !matches!(m.step(t as usize), Ok((Outcome::Progress, _))) {
@@ -299,7 +296,11 @@ pub fn confirm(
                         return (Some(w), steps);
                     }
                 }
-                if out.accesses.iter().any(|y| y.write && objs.contains(&y.obj)) {
+                if out
+                    .accesses
+                    .iter()
+                    .any(|y| y.write && objs.contains(&y.obj))
+                {
                     a1 = peek(&m, t1);
                     objs = a1.iter().map(|a| a.obj).collect();
                 }
@@ -403,12 +404,20 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
     let mut spent = 0u64;
     let mut attempts = 0u32;
     let all_hit = |hit: &[bool]| !hit.is_empty() && hit.iter().all(|h| *h);
+    let init = match Machine::new(p, roles, NondetPlan::Const(0)) {
+        Ok(m) => m,
+        Err(stop) => {
+            tracing::debug!(reason = stop.reason, "no concrete execution");
+            return witnesses;
+        }
+    };
     for (plan, sched) in strategies() {
         if spent >= budget.total || all_hit(&hit) {
             break;
         }
-        let run = execute(p, roles, plan, sched, budget.run.min(budget.total - spent));
+        let run = execute(&init, plan, sched, budget.run.min(budget.total - spent));
         spent += run.steps;
+        let last = !run.varies;
         // Candidates of unconfirmed goals first, then the others.
         let pair = |c: &Candidate| -> (Stmt, Stmt) {
             let a = (c.first.func, c.first.edge);
@@ -441,7 +450,7 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
             attempts += 1;
             let distance = (c.second_step - c.first_step) as u64;
             let limit = (c.first_step as u64 + 4 * distance + 2000).min(budget.total - spent);
-            let (w, used) = confirm(p, roles, plan, &run, c, limit);
+            let (w, used) = confirm(&init, plan, &run, c, limit);
             spent += used;
             let Some(mut w) = w else { continue };
             w.run = format!(
@@ -460,6 +469,9 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
                 }
             }
             witnesses.push(w);
+        }
+        if last {
+            break; // every other execution would be the same
         }
     }
     tracing::info!(

@@ -353,6 +353,13 @@ impl<'p> Machine<'p> {
         Ok(m)
     }
 
+    /// A copy of this state drawing nondeterministic values by `plan` from now on.
+    pub fn with_plan(&self, plan: NondetPlan) -> Self {
+        let mut m = self.clone();
+        m.nondet = plan;
+        m
+    }
+
     /// Creates a thread about to run `entry` (its frame is pushed by the caller).
     pub(super) fn spawn(&mut self, entry: FuncId) -> Result<usize, Stop> {
         if self.threads.len() >= MAX_THREADS {
@@ -424,11 +431,7 @@ impl<'p> Machine<'p> {
                     }
                 }
             }
-            let place = Place {
-                addr,
-                ty: cur,
-                bf,
-            };
+            let place = Place { addr, ty: cur, bf };
             let mut acc = Acc {
                 func: FuncId(0),
                 edge: EdgeId(0),
@@ -505,7 +508,10 @@ impl<'p> Machine<'p> {
         };
         let a = *a;
         let base = FUNC_BASE as u128;
-        if a < base || (a - base) % 16 != 0 || (a - base) / 16 >= self.p.functions.len() as u128 {
+        if a < base
+            || !(a - base).is_multiple_of(16)
+            || (a - base) / 16 >= self.p.functions.len() as u128
+        {
             return Err(Stop::new("call through an invalid function pointer"));
         }
         Ok(FuncId(((a - base) / 16) as u32))
@@ -516,14 +522,18 @@ impl<'p> Machine<'p> {
         let types = &self.p.types;
         match &e.kind {
             ExprKind::Int(v) => match self.repr(e.ty)? {
-                Repr::Int { bits, .. } | Repr::Ptr { bits } => Ok(Val::Int(trunc(*v as u128, bits))),
-                Repr::Float { bytes } => {
-                    value::convert(&Val::Int(*v as u128), Repr::Int {
+                Repr::Int { bits, .. } | Repr::Ptr { bits } => {
+                    Ok(Val::Int(trunc(*v as u128, bits)))
+                }
+                Repr::Float { bytes } => value::convert(
+                    &Val::Int(*v as u128),
+                    Repr::Int {
                         bits: 128,
                         signed: true,
                         boolean: false,
-                    }, Repr::Float { bytes })
-                }
+                    },
+                    Repr::Float { bytes },
+                ),
                 _ => Err(Stop::new("integer constant of a strange type")),
             },
             ExprKind::Float(f) => match self.repr(e.ty)? {
@@ -534,9 +544,7 @@ impl<'p> Machine<'p> {
             ExprKind::Str(s) => Ok(Val::Int(self.strings[s.0 as usize] as u128)),
             ExprKind::Load(lv) => {
                 let pl = self.place(tid, lv, false, acc)?;
-                let atomic = types
-                    .quals(lv.ty)
-                    .contains(crate::ir::types::Quals::ATOMIC);
+                let atomic = types.quals(lv.ty).contains(crate::ir::types::Quals::ATOMIC);
                 self.load(&pl, atomic, acc)
             }
             ExprKind::AddrOf(lv) => Ok(Val::Int(self.place(tid, lv, true, acc)?.addr as u128)),
@@ -651,10 +659,7 @@ impl<'p> Machine<'p> {
                     .get(tid)
                     .and_then(|t| t.frames.last())
                     .ok_or_else(|| Stop::new("local outside a function"))?;
-                (
-                    self.local_addr(tid, *l)?,
-                    p.function(f.func).local(*l).ty,
-                )
+                (self.local_addr(tid, *l)?, p.function(f.func).local(*l).ty)
             }
             Host::Deref(e) => {
                 let v = self.eval(tid, e, acc)?;
@@ -788,7 +793,11 @@ impl<'p> Machine<'p> {
     /// Allocates the locals of the top frame of `tid` that `op` (and, for a return, the
     /// caller's pending call) names.
     fn ensure_locals(&mut self, tid: usize, op: &Op) -> Result<(), Stop> {
-        if self.threads[tid].frames.last().is_none_or(|f| f.missing == 0) {
+        if self.threads[tid]
+            .frames
+            .last()
+            .is_none_or(|f| f.missing == 0)
+        {
             return Ok(());
         }
         let mut needed: Vec<LocalId> = Vec::new();
@@ -1287,7 +1296,9 @@ impl<'p> Machine<'p> {
             .iter()
             .any(|(k, v)| *v != 0 && self.sync.keys.get(*k as usize).copied().unwrap_or(false))
         {
-            return Err(Stop::new("thread-specific data destructors are not modelled"));
+            return Err(Stop::new(
+                "thread-specific data destructors are not modelled",
+            ));
         }
         if self.leave_section(tid) {
             self.section = None;
@@ -1330,8 +1341,8 @@ mod tests {
             data_model: dm,
             ..FrontendOptions::default()
         };
-        let (program, _) = frontend::load(std::slice::from_ref(&path), &opts)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (program, _) =
+            frontend::load(std::slice::from_ref(&path), &opts).unwrap_or_else(|e| panic!("{e}"));
         let result = {
             let roles = crate::model::Model::shipped().classify(&program);
             let mut m = match Machine::new(&program, &roles, NondetPlan::Const(0)) {

@@ -102,7 +102,11 @@ impl Machine<'_> {
         let avail = o.size.saturating_sub(off);
         let bytes = self.mem.read_at(id, off, avail);
         let max = limit.unwrap_or(u64::MAX);
-        match bytes.iter().take(max.min(avail) as usize).position(|b| *b == 0) {
+        match bytes
+            .iter()
+            .take(max.min(avail) as usize)
+            .position(|b| *b == 0)
+        {
             Some(n) => Ok(n as u64),
             None if max <= avail => Ok(max),
             None => Err(Stop::new("unterminated string")),
@@ -216,11 +220,8 @@ impl Machine<'_> {
                     .and_then(|t| self.p.types.size_of(t))
                     .filter(|s| *s > 0 && *s <= 16)
                     .unwrap_or(self.p.types.data_model.pointer_size());
-                let bytes = value::encode(
-                    &Val::Int(child as u128 + 1),
-                    Repr::Ptr { bits: 128 },
-                    size,
-                )?;
+                let bytes =
+                    value::encode(&Val::Int(child as u128 + 1), Repr::Ptr { bits: 128 }, size)?;
                 self.write_mem(idp, &bytes, acc, false, false)?;
                 out.events.push(Event::Create(child));
                 Ok(Ext::Return(self.ret(f, 0)?))
@@ -266,10 +267,7 @@ impl Machine<'_> {
                 let k0 = self.initial_kind(addr, name);
                 let write = mode == LockMode::Write;
                 let timed = name.contains("timed") || name.contains("clock");
-                match self
-                    .sync
-                    .lock(addr, tid, write, kind == LockKind::Try, k0)
-                {
+                match self.sync.lock(addr, tid, write, kind == LockKind::Try, k0) {
                     LockOutcome::Done => {
                         out.events.push(Event::Acquire(SyncKey::Lock(addr)));
                         Ok(Ext::Return(self.ret(f, 0)?))
@@ -386,8 +384,8 @@ impl Machine<'_> {
                     }
                     Some(sync::Once::Running(_)) => Ok(Ext::Block),
                     None => {
-                        let r = self
-                            .func_at(&vals.get(routine).ok_or_else(|| Stop::new("arg"))?.0)?;
+                        let r =
+                            self.func_at(&vals.get(routine).ok_or_else(|| Stop::new("arg"))?.0)?;
                         self.sync.onces.insert(ctl, sync::Once::Running(tid));
                         self.push_frame(tid, r, Vec::new(), FrameKind::Once(ctl))?;
                         Ok(Ext::Pushed)
@@ -568,9 +566,10 @@ impl Machine<'_> {
                 (operand(self, 1, acc)?, operand(self, 2, acc)?)
             } else {
                 let ep = self.ptr_arg(vals, 1)?;
-                let e = match value::decode(&self.read_mem(ep, size, acc, false)?, Repr::Ptr {
-                    bits: 128,
-                }) {
+                let e = match value::decode(
+                    &self.read_mem(ep, size, acc, false)?,
+                    Repr::Ptr { bits: 128 },
+                ) {
                     Val::Int(x) => x,
                     _ => 0,
                 };
@@ -811,7 +810,11 @@ impl Machine<'_> {
                     None
                 };
                 let n = self.strlen_at(s, limit)?;
-                let touched = if limit.is_some_and(|l| n >= l) { n } else { n + 1 };
+                let touched = if limit.is_some_and(|l| n >= l) {
+                    n
+                } else {
+                    n + 1
+                };
                 self.read_mem(s, touched, acc, true)?;
                 Ok(Ext::Return(self.ret(f, n as i128)?))
             }
@@ -820,7 +823,10 @@ impl Machine<'_> {
                 let b = self.ptr_arg(vals, 1)?;
                 let (x, y) = if name == "memcmp" {
                     let n = self.int_arg(vals, 2)? as u64;
-                    (self.read_mem(a, n, acc, true)?, self.read_mem(b, n, acc, true)?)
+                    (
+                        self.read_mem(a, n, acc, true)?,
+                        self.read_mem(b, n, acc, true)?,
+                    )
                 } else {
                     let limit = if name == "strncmp" {
                         Some(self.int_arg(vals, 2)? as u64)
@@ -829,7 +835,13 @@ impl Machine<'_> {
                     };
                     let la = self.strlen_at(a, limit)?;
                     let lb = self.strlen_at(b, limit)?;
-                    let full = |l: u64| if limit.is_some_and(|m| l >= m) { l } else { l + 1 };
+                    let full = |l: u64| {
+                        if limit.is_some_and(|m| l >= m) {
+                            l
+                        } else {
+                            l + 1
+                        }
+                    };
                     (
                         self.read_mem(a, full(la), acc, true)?,
                         self.read_mem(b, full(lb), acc, true)?,
@@ -852,7 +864,9 @@ impl Machine<'_> {
                 } else {
                     data.iter().rposition(|b| *b == c)
                 };
-                Ok(Ext::Return(self.ret(f, pos.map_or(0, |i| (s + i as u64) as i128))?))
+                Ok(Ext::Return(
+                    self.ret(f, pos.map_or(0, |i| (s + i as u64) as i128))?,
+                ))
             }
             "strdup" => {
                 let s = self.ptr_arg(vals, 0)?;
@@ -867,7 +881,8 @@ impl Machine<'_> {
             "abs" | "labs" | "llabs" => {
                 let v = self.int_arg(vals, 0)?;
                 // abs of the most negative value is undefined.
-                if let Some(Repr::Int { bits, .. }) = vals.get(0).and_then(|(_, t)| self.repr(*t).ok())
+                if let Some(Repr::Int { bits, .. }) =
+                    vals.first().and_then(|(_, t)| self.repr(*t).ok())
                     && bits < 128
                     && v == -(1i128 << (bits - 1))
                 {
@@ -911,14 +926,33 @@ impl Machine<'_> {
                 let v = self.next_nondet(tid).rem_euclid(1 << 31);
                 Ok(Ext::Return(self.ret(f, v)?))
             }
-            "srand" | "srandom" | "sleep" | "usleep" | "sched_yield" | "pthread_yield"
-            | "thrd_yield" | "pthread_detach" | "thrd_detach" | "pthread_mutexattr_destroy"
-            | "pthread_cond_init" | "pthread_cond_destroy" | "pthread_condattr_init"
-            | "pthread_condattr_destroy" | "pthread_barrierattr_init"
-            | "pthread_barrierattr_destroy" | "pthread_barrier_destroy"
-            | "pthread_rwlockattr_init" | "pthread_rwlockattr_destroy" | "pthread_key_delete"
-            | "sem_destroy" | "cnd_init" | "cnd_destroy" | "tss_delete" | "expect"
-            | "pthread_setname_np" | "prefetch" => {
+            "srand"
+            | "srandom"
+            | "sleep"
+            | "usleep"
+            | "sched_yield"
+            | "pthread_yield"
+            | "thrd_yield"
+            | "pthread_detach"
+            | "thrd_detach"
+            | "pthread_mutexattr_destroy"
+            | "pthread_cond_init"
+            | "pthread_cond_destroy"
+            | "pthread_condattr_init"
+            | "pthread_condattr_destroy"
+            | "pthread_barrierattr_init"
+            | "pthread_barrierattr_destroy"
+            | "pthread_barrier_destroy"
+            | "pthread_rwlockattr_init"
+            | "pthread_rwlockattr_destroy"
+            | "pthread_key_delete"
+            | "sem_destroy"
+            | "cnd_init"
+            | "cnd_destroy"
+            | "tss_delete"
+            | "expect"
+            | "pthread_setname_np"
+            | "prefetch" => {
                 if name == "expect" {
                     let v = self.int_arg(vals, 0)?;
                     return Ok(Ext::Return(self.ret(f, v)?));
@@ -948,7 +982,11 @@ impl Machine<'_> {
                     _ => 32,
                 };
                 let x = trunc(v as u128, bits);
-                let r = if x == 0 { 0 } else { x.trailing_zeros() as i128 + 1 };
+                let r = if x == 0 {
+                    0
+                } else {
+                    x.trailing_zeros() as i128 + 1
+                };
                 Ok(Ext::Return(self.ret(f, r)?))
             }
             "getpid" | "gettid" => Ok(Ext::Return(self.ret(f, 4242 + tid as i128)?)),
@@ -985,7 +1023,9 @@ impl Machine<'_> {
                 let _ = c11;
                 ok(self)
             }
-            "pthread_mutex_destroy" | "mtx_destroy" | "pthread_spin_destroy"
+            "pthread_mutex_destroy"
+            | "mtx_destroy"
+            | "pthread_spin_destroy"
             | "pthread_rwlock_destroy" => {
                 let m = self.ptr_arg(vals, 0)?;
                 if self
@@ -1119,8 +1159,19 @@ impl Machine<'_> {
                     b'0'..=b'9' if in_precision => {
                         precision = Some(precision.unwrap_or(0) * 10 + (c - b'0') as u64);
                     }
-                    b'-' | b'+' | b' ' | b'#' | b'0'..=b'9' | b'h' | b'l' | b'j' | b'z' | b't'
-                    | b'L' | b'q' | b'\'' => {}
+                    b'-'
+                    | b'+'
+                    | b' '
+                    | b'#'
+                    | b'0'..=b'9'
+                    | b'h'
+                    | b'l'
+                    | b'j'
+                    | b'z'
+                    | b't'
+                    | b'L'
+                    | b'q'
+                    | b'\'' => {}
                     _ => break,
                 }
                 i += 1;
@@ -1136,7 +1187,11 @@ impl Machine<'_> {
                         return Err(Stop::new("printf of a null string"));
                     }
                     let l = self.strlen_at(p, precision)?;
-                    let touched = if precision.is_some_and(|m| l >= m) { l } else { l + 1 };
+                    let touched = if precision.is_some_and(|m| l >= m) {
+                        l
+                    } else {
+                        l + 1
+                    };
                     self.read_mem(p, touched, acc, true)?;
                 }
                 b'n' => return Err(Stop::new("printf %n")),
@@ -1153,4 +1208,3 @@ impl Machine<'_> {
         Ok(())
     }
 }
-

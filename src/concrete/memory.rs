@@ -225,8 +225,12 @@ mod tests {
     #[test]
     fn objects_are_disjoint_and_bounds_checked() {
         let mut m = Memory::new(4);
-        let a = m.alloc(8, 4, Origin::Opaque).unwrap_or_else(|e| panic!("{e:?}"));
-        let b = m.alloc(4, 4, Origin::Opaque).unwrap_or_else(|e| panic!("{e:?}"));
+        let a = m
+            .alloc(8, 4, Origin::Opaque)
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        let b = m
+            .alloc(4, 4, Origin::Opaque)
+            .unwrap_or_else(|e| panic!("{e:?}"));
         let (ba, bb) = (m.object(a).base, m.object(b).base);
         assert!(ba + 8 < bb);
         assert_eq!(m.locate(ba + 4, 4).ok(), Some((a, 4)));
@@ -241,7 +245,9 @@ mod tests {
     #[test]
     fn clones_copy_on_write() {
         let mut m = Memory::new(8);
-        let a = m.alloc(4, 4, Origin::Opaque).unwrap_or_else(|e| panic!("{e:?}"));
+        let a = m
+            .alloc(4, 4, Origin::Opaque)
+            .unwrap_or_else(|e| panic!("{e:?}"));
         let mut c = m.clone();
         assert!(c.write_at(a, 0, &[7]).is_ok());
         assert_eq!(m.read_at(a, 0, 1), vec![0]);

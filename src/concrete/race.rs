@@ -241,10 +241,14 @@ mod tests {
     #[test]
     fn unordered_writes_are_candidates() {
         let mut d = Detector::default();
-        d.observe(0, 0, &StepOut {
-            accesses: vec![],
-            events: vec![Event::Create(1)],
-        });
+        d.observe(
+            0,
+            0,
+            &StepOut {
+                accesses: vec![],
+                events: vec![Event::Create(1)],
+            },
+        );
         d.observe(0, 1, &step(acc(true, 1), vec![]));
         d.observe(1, 2, &step(acc(false, 2), vec![]));
         assert_eq!(d.candidates.len(), 1);
@@ -260,10 +264,14 @@ mod tests {
         d.observe(1, 2, &step(acc(true, 3), vec![]));
         // The write at edge 2 is not ordered before thread 1's write (no acquire yet).
         assert_eq!(d.candidates.len(), 1);
-        d.observe(1, 3, &StepOut {
-            accesses: vec![],
-            events: vec![Event::Acquire(l)],
-        });
+        d.observe(
+            1,
+            3,
+            &StepOut {
+                accesses: vec![],
+                events: vec![Event::Acquire(l)],
+            },
+        );
         d.observe(1, 4, &step(acc(true, 4), vec![]));
         assert_eq!(d.candidates.len(), 1);
     }

@@ -195,9 +195,18 @@ mod tests {
     #[test]
     fn mutex_kinds() {
         let mut s = SyncState::default();
-        assert_eq!(s.lock(8, 0, true, false, MutexKind::Normal), LockOutcome::Done);
-        assert_eq!(s.lock(8, 0, true, false, MutexKind::Normal), LockOutcome::Wait);
-        assert_eq!(s.lock(8, 1, true, true, MutexKind::Normal), LockOutcome::Error(EBUSY));
+        assert_eq!(
+            s.lock(8, 0, true, false, MutexKind::Normal),
+            LockOutcome::Done
+        );
+        assert_eq!(
+            s.lock(8, 0, true, false, MutexKind::Normal),
+            LockOutcome::Wait
+        );
+        assert_eq!(
+            s.lock(8, 1, true, true, MutexKind::Normal),
+            LockOutcome::Error(EBUSY)
+        );
         assert_eq!(s.unlock(8, 1, MutexKind::Normal), LockOutcome::Undefined);
         assert_eq!(s.unlock(8, 0, MutexKind::Normal), LockOutcome::Done);
         let r = MutexKind::Recursive;

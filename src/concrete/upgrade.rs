@@ -35,7 +35,9 @@ fn base_matches(b: Base, o: Origin) -> bool {
         (Base::Local { func, local, .. }, Origin::Local { func: f, local: l }) => {
             func == f && local == l
         }
-        (Base::Heap { func, edge, .. }, Origin::Heap { func: f, edge: e }) => func == f && edge == e,
+        (Base::Heap { func, edge, .. }, Origin::Heap { func: f, edge: e }) => {
+            func == f && edge == e
+        }
         _ => false,
     }
 }

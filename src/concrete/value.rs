@@ -75,7 +75,11 @@ pub fn repr(types: &TypeTable, ty: TypeId) -> Option<Repr> {
 
 /// `v` truncated to `bits` bits.
 pub fn trunc(v: u128, bits: u32) -> u128 {
-    if bits >= 128 { v } else { v & ((1u128 << bits) - 1) }
+    if bits >= 128 {
+        v
+    } else {
+        v & ((1u128 << bits) - 1)
+    }
 }
 
 /// `v` (of `bits` bits) sign-extended.
@@ -363,11 +367,15 @@ mod tests {
         // -7 / 2 == -3, -7 % 2 == -1 (truncation toward zero).
         let m7 = trunc((-7i128) as u128, 32);
         assert_eq!(
-            int_binary(BinOp::Div, m7, 2, INT, INT).map(|v| sext(v, 32)).ok(),
+            int_binary(BinOp::Div, m7, 2, INT, INT)
+                .map(|v| sext(v, 32))
+                .ok(),
             Some(-3)
         );
         assert_eq!(
-            int_binary(BinOp::Rem, m7, 2, INT, INT).map(|v| sext(v, 32)).ok(),
+            int_binary(BinOp::Rem, m7, 2, INT, INT)
+                .map(|v| sext(v, 32))
+                .ok(),
             Some(-1)
         );
     }
@@ -376,7 +384,10 @@ mod tests {
     fn conversions_truncate_and_extend() {
         // (unsigned char)300 == 44; (int)(unsigned char)200 == 200; (int)(signed char)-56.
         assert_eq!(convert(&Val::Int(300), INT, UCHAR).ok(), Some(Val::Int(44)));
-        assert_eq!(convert(&Val::Int(200), UCHAR, INT).ok(), Some(Val::Int(200)));
+        assert_eq!(
+            convert(&Val::Int(200), UCHAR, INT).ok(),
+            Some(Val::Int(200))
+        );
         let schar = Repr::Int {
             bits: 8,
             signed: true,
@@ -391,7 +402,10 @@ mod tests {
             signed: false,
             boolean: true,
         };
-        assert_eq!(convert(&Val::Int(256), INT, boolean).ok(), Some(Val::Int(1)));
+        assert_eq!(
+            convert(&Val::Int(256), INT, boolean).ok(),
+            Some(Val::Int(1))
+        );
         assert!(convert(&Val::Float(1e20), Repr::Float { bytes: 8 }, INT).is_err());
     }
 
