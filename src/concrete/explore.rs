@@ -24,7 +24,7 @@ const SLICE: u32 = 2000;
 const STALE: u64 = 5000;
 
 /// How the next thread is chosen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Sched {
     /// The running thread goes on until it blocks, ends or uses up its slice; then the next
     /// thread in creation order.
@@ -167,9 +167,10 @@ pub struct Run {
     pub candidates: Vec<Candidate>,
     /// Steps spent, blocked attempts included.
     pub steps: u64,
-    /// Whether another schedule or other nondeterministic values could change the execution
-    /// (it created a thread or drew a value).
-    pub varies: bool,
+    /// Whether it created a thread (else every schedule runs it alike).
+    pub threaded: bool,
+    /// Whether it drew a nondeterministic value (else every value plan runs it alike).
+    pub drew: bool,
 }
 
 /// Runs one execution of at most `budget` steps from the initial state `init`.
@@ -178,7 +179,8 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
         schedule: Vec::new(),
         candidates: Vec::new(),
         steps: 0,
-        varies: false,
+        threaded: false,
+        drew: false,
     };
     let mut m = init.with_plan(nondet);
     let mut det = Detector::default();
@@ -218,7 +220,8 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
         }
     }
     run.candidates = det.candidates;
-    run.varies = m.threads.len() > 1 || m.threads.iter().any(|t| t.nondets > 0);
+    run.threaded = m.threads.len() > 1;
+    run.drew = m.threads.iter().any(|t| t.nondets > 0);
     run
 }
 
@@ -351,7 +354,7 @@ impl Default for Budget {
     fn default() -> Self {
         Budget {
             run: 30_000,
-            total: 600_000,
+            total: 400_000,
             attempts: 200,
         }
     }
@@ -411,13 +414,27 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
             return witnesses;
         }
     };
+    // Executions known to repeat an earlier one: a schedule whose run drew no value runs
+    // alike under every plan; a plan whose run created no thread runs alike under every
+    // schedule.
+    let mut same_sched: FxHashSet<Sched> = FxHashSet::default();
+    let mut same_plan: Vec<NondetPlan> = Vec::new();
     for (plan, sched) in strategies() {
         if spent >= budget.total || all_hit(&hit) {
             break;
         }
+        if same_sched.contains(&sched) || same_plan.contains(&plan) {
+            continue;
+        }
         let run = execute(&init, plan, sched, budget.run.min(budget.total - spent));
         spent += run.steps;
-        let last = !run.varies;
+        if !run.drew {
+            same_sched.insert(sched);
+        }
+        if !run.threaded {
+            same_plan.push(plan);
+        }
+        let last = !run.drew && !run.threaded;
         // Candidates of unconfirmed goals first, then the others.
         let pair = |c: &Candidate| -> (Stmt, Stmt) {
             let a = (c.first.func, c.first.edge);

@@ -48,6 +48,18 @@ impl Machine<'_> {
         }
     }
 
+    /// The address of a synchronisation object argument, which must lie in a live object of
+    /// the program (a null or dangling mutex pointer is undefined behaviour).
+    fn sync_arg(&self, vals: &[(Val, TypeId)], i: usize) -> Result<u64, Stop> {
+        let a = self.ptr_arg(vals, i)?;
+        match self.mem.find(a) {
+            Some((id, off)) if off < self.mem.object(id).size && self.mem.object(id).live => Ok(a),
+            _ => Err(Stop::new(
+                "synchronisation object through an invalid pointer",
+            )),
+        }
+    }
+
     /// The value `v` as a result of `f` (of its return type).
     fn ret(&self, f: FuncId, v: i128) -> Result<Option<Val>, Stop> {
         let Some(sig) = self.p.types.func_sig(self.p.function(f).ty) else {
@@ -263,7 +275,7 @@ impl Machine<'_> {
                 Ok(Ext::ExitThread(v))
             }
             Some(Role::Lock { lock, mode, kind }) => {
-                let addr = self.ptr_arg(vals, lock)?;
+                let addr = self.sync_arg(vals, lock)?;
                 let k0 = self.initial_kind(addr, name);
                 let write = mode == LockMode::Write;
                 let timed = name.contains("timed") || name.contains("clock");
@@ -285,7 +297,7 @@ impl Machine<'_> {
                 }
             }
             Some(Role::Unlock { lock }) => {
-                let addr = self.ptr_arg(vals, lock)?;
+                let addr = self.sync_arg(vals, lock)?;
                 let k0 = self.initial_kind(addr, name);
                 match self.sync.unlock(addr, tid, k0) {
                     LockOutcome::Done => {
@@ -297,8 +309,8 @@ impl Machine<'_> {
                 }
             }
             Some(Role::CondWait { cond, mutex }) => {
-                let c = self.ptr_arg(vals, cond)?;
-                let m = self.ptr_arg(vals, mutex)?;
+                let c = self.sync_arg(vals, cond)?;
+                let m = self.sync_arg(vals, mutex)?;
                 let held = self
                     .sync
                     .locks
@@ -328,7 +340,7 @@ impl Machine<'_> {
                 Ok(Ext::Wait)
             }
             Some(Role::CondSignal { cond }) => {
-                let c = self.ptr_arg(vals, cond)?;
+                let c = self.sync_arg(vals, cond)?;
                 let all = name.contains("broadcast");
                 let mut waiting: Vec<(u64, usize, u64)> = self
                     .threads
@@ -351,7 +363,7 @@ impl Machine<'_> {
                 Ok(Ext::Return(self.ret(f, 0)?))
             }
             Some(Role::BarrierWait { barrier }) => {
-                let b = self.ptr_arg(vals, barrier)?;
+                let b = self.sync_arg(vals, barrier)?;
                 let Some(st) = self.sync.barriers.get_mut(&b) else {
                     return Err(Stop::new("wait on an uninitialised barrier"));
                 };
@@ -376,7 +388,7 @@ impl Machine<'_> {
                 }
             }
             Some(Role::Once { control, routine }) => {
-                let ctl = self.ptr_arg(vals, control)?;
+                let ctl = self.sync_arg(vals, control)?;
                 match self.sync.onces.get(&ctl) {
                     Some(sync::Once::Done) => {
                         out.events.push(Event::Acquire(SyncKey::Once(ctl)));
@@ -393,7 +405,7 @@ impl Machine<'_> {
                 }
             }
             Some(Role::SemWait { sem, kind }) => {
-                let s = self.ptr_arg(vals, sem)?;
+                let s = self.sync_arg(vals, sem)?;
                 let Some(v) = self.sync.sems.get_mut(&s) else {
                     return Err(Stop::new("wait on an uninitialised semaphore"));
                 };
@@ -408,7 +420,7 @@ impl Machine<'_> {
                 }
             }
             Some(Role::SemPost { sem }) => {
-                let s = self.ptr_arg(vals, sem)?;
+                let s = self.sync_arg(vals, sem)?;
                 let Some(v) = self.sync.sems.get_mut(&s) else {
                     return Err(Stop::new("post on an uninitialised semaphore"));
                 };
@@ -431,7 +443,7 @@ impl Machine<'_> {
                 Ok(Ext::Return(self.ret(f, 0)?))
             }
             Some(Role::MutexAttrSettype { attr, kind }) => {
-                let a = self.ptr_arg(vals, attr)?;
+                let a = self.sync_arg(vals, attr)?;
                 let k = self.int_arg(vals, kind)?;
                 self.sync.attrs.insert(a, MutexKind::of(k as u128));
                 Ok(Ext::Return(self.ret(f, 0)?))
@@ -997,7 +1009,7 @@ impl Machine<'_> {
                 Ok(Ext::Return(self.ret(f, i128::from(a == b))?))
             }
             "pthread_mutex_init" | "mtx_init" | "pthread_spin_init" | "pthread_rwlock_init" => {
-                let m = self.ptr_arg(vals, 0)?;
+                let m = self.sync_arg(vals, 0)?;
                 let kind = if name == "pthread_mutex_init" {
                     let a = self.ptr_arg(vals, 1)?;
                     self.sync.attrs.get(&a).copied().unwrap_or_default()
@@ -1027,7 +1039,7 @@ impl Machine<'_> {
             | "mtx_destroy"
             | "pthread_spin_destroy"
             | "pthread_rwlock_destroy" => {
-                let m = self.ptr_arg(vals, 0)?;
+                let m = self.sync_arg(vals, 0)?;
                 if self
                     .sync
                     .locks
@@ -1039,12 +1051,12 @@ impl Machine<'_> {
                 ok(self)
             }
             "pthread_mutexattr_init" => {
-                let a = self.ptr_arg(vals, 0)?;
+                let a = self.sync_arg(vals, 0)?;
                 self.sync.attrs.insert(a, MutexKind::Normal);
                 ok(self)
             }
             "pthread_barrier_init" => {
-                let b = self.ptr_arg(vals, 0)?;
+                let b = self.sync_arg(vals, 0)?;
                 let n = self.int_arg(vals, 2)?;
                 if n <= 0 || n > u32::MAX as i128 {
                     return Ok(Ext::Return(self.ret(f, 22)?));
@@ -1059,7 +1071,7 @@ impl Machine<'_> {
                 ok(self)
             }
             "sem_init" => {
-                let s = self.ptr_arg(vals, 0)?;
+                let s = self.sync_arg(vals, 0)?;
                 let v = self.int_arg(vals, 2)?;
                 if v < 0 {
                     return Err(Stop::new("negative semaphore value"));

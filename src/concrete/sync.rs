@@ -142,11 +142,10 @@ impl SyncState {
             }
             return LockOutcome::Done;
         }
-        if write && l.writer == Some(tid) && l.kind == MutexKind::ErrorCheck {
-            return LockOutcome::Error(EDEADLK);
-        }
         if try_only {
             LockOutcome::Error(EBUSY)
+        } else if write && l.writer == Some(tid) && l.kind == MutexKind::ErrorCheck {
+            LockOutcome::Error(EDEADLK)
         } else {
             LockOutcome::Wait
         }
@@ -220,6 +219,7 @@ mod tests {
         assert_eq!(s.unlock(24, 0, e), LockOutcome::Error(EPERM));
         assert_eq!(s.lock(24, 0, true, false, e), LockOutcome::Done);
         assert_eq!(s.lock(24, 0, true, false, e), LockOutcome::Error(EDEADLK));
+        assert_eq!(s.lock(24, 0, true, true, e), LockOutcome::Error(EBUSY));
     }
 
     #[test]
