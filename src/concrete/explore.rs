@@ -33,8 +33,8 @@ pub enum Sched {
     ChildFirst,
     /// As `RunToBlock`, but the next thread is the most recently created one.
     NewestFirst,
-    /// Another thread after every step that releases, signals or creates.
-    SyncPreempt,
+    /// Another thread after every step that releases or signals (`true`: or creates).
+    SyncPreempt(bool),
     /// Every step goes to the next thread in creation order.
     RoundRobin,
     /// After each step, another thread with probability ¼ (seeded).
@@ -48,7 +48,8 @@ impl Sched {
             Sched::RunToBlock => "run-to-block".into(),
             Sched::ChildFirst => "child-first".into(),
             Sched::NewestFirst => "newest-first".into(),
-            Sched::SyncPreempt => "preemption at synchronisation".into(),
+            Sched::SyncPreempt(false) => "preemption at releases".into(),
+            Sched::SyncPreempt(true) => "preemption at releases and creations".into(),
             Sched::RoundRobin => "round-robin".into(),
             Sched::Random(s) => format!("random (seed {s})"),
         }
@@ -113,7 +114,7 @@ impl Scheduler {
                 }
             }
             Sched::RoundRobin => next_after(self.current),
-            Sched::SyncPreempt => {
+            Sched::SyncPreempt(_) => {
                 if stay && !self.switch {
                     Some(self.current)
                 } else {
@@ -152,8 +153,11 @@ impl Scheduler {
                 self.current = *c;
                 self.slice = 0;
             }
-            if matches!(e, Event::Create(_) | Event::Release(_)) {
-                self.switch = true;
+            match (e, self.policy) {
+                (Event::Release(_), _) | (Event::Create(_), Sched::SyncPreempt(true)) => {
+                    self.switch = true;
+                }
+                _ => {}
             }
         }
     }
@@ -219,9 +223,18 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
             }
         }
     }
+    tracing::debug!(
+        steps = run.steps,
+        threads = m.threads.len(),
+        exited = m.exited,
+        candidates = det.candidates.len(),
+        sched = policy.describe(),
+        plan = nondet.describe(),
+        "concrete execution ended"
+    );
     run.candidates = det.candidates;
     run.threaded = m.threads.len() > 1;
-    run.drew = m.threads.iter().any(|t| t.nondets > 0);
+    run.drew = m.threads.iter().any(|t| t.nondets > 0 || t.uninit > 0);
     run
 }
 
@@ -383,7 +396,8 @@ pub fn strategies() -> Vec<(NondetPlan, Sched)> {
         Sched::ChildFirst,
         Sched::RunToBlock,
         Sched::NewestFirst,
-        Sched::SyncPreempt,
+        Sched::SyncPreempt(false),
+        Sched::SyncPreempt(true),
         Sched::RoundRobin,
         Sched::Random(1),
         Sched::Random(2),

@@ -179,6 +179,8 @@ pub struct Thread {
     pub tls: Vec<(GlobalId, u64)>,
     /// Nondeterministic values drawn so far.
     pub nondets: u64,
+    /// Uninitialised local variables created so far (each gets a value of the plan).
+    pub uninit: u64,
     /// The value it ended with.
     pub retval: u128,
     /// Whether a join consumed it.
@@ -388,6 +390,7 @@ impl<'p> Machine<'p> {
             entry,
             tls: tls.clone(),
             nondets: 0,
+            uninit: 0,
             retval: 0,
             joined: false,
             specific: Vec::new(),
@@ -629,12 +632,13 @@ impl<'p> Machine<'p> {
         if delta == 0 {
             return Ok(p);
         }
-        let Some((id, off)) = u64::try_from(p).ok().and_then(|a| self.mem.find(a)) else {
+        let Some((id, off)) = u64::try_from(p).ok().and_then(|a| self.mem.find_near(a)) else {
             return Err(Stop::new("arithmetic on an invalid pointer"));
         };
         let o = self.mem.object(id);
-        let new = off as i128 + delta;
-        if new < 0 || new > o.size as i128 {
+        let new = off + delta;
+        let slack = super::memory::SLACK as i128;
+        if new < -slack || new > o.size as i128 + slack {
             return Err(Stop::new("pointer arithmetic out of bounds"));
         }
         Ok((o.base as i128 + new) as u128)
@@ -845,6 +849,24 @@ impl<'p> Machine<'p> {
             let fr = &mut self.threads[tid].frames[frame];
             fr.locals[l.0 as usize] = self.mem.object(id).base;
             fr.missing -= 1;
+            // An uninitialised integer variable holds an indeterminate value: one of the plan.
+            if f.local(l).kind == crate::ir::LocalKind::Var
+                && let Ok(r @ Repr::Int { .. }) = self.repr(ty)
+            {
+                let n = self.threads[tid].uninit;
+                self.threads[tid].uninit += 1;
+                let v = self.nondet.value(tid as u64, (1 << 40) + n);
+                let v = value::convert(
+                    &Val::Int(v as u128),
+                    Repr::Int {
+                        bits: 128,
+                        signed: true,
+                        boolean: false,
+                    },
+                    r,
+                )?;
+                self.mem.write_at(id, 0, &value::encode(&v, r, size)?)?;
+            }
         }
         Ok(())
     }

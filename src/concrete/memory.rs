@@ -69,8 +69,12 @@ pub struct Object {
 pub const FIRST_OBJECT: u64 = 0x0010_0000;
 /// Function `f` lives at `FUNC_BASE + 16 * f`.
 pub const FUNC_BASE: u64 = 0x1000;
-/// Bytes left unused after each object.
-const GAP: u64 = 64;
+/// How far outside its object pointer arithmetic may go (the `container_of` idiom steps back
+/// from a member; an access through such a pointer still stops).
+pub const SLACK: u64 = 2048;
+/// Bytes left unused after each object: twice [`SLACK`], so a pointer out of bounds of one
+/// object never points into another.
+const GAP: u64 = 2 * SLACK;
 /// Largest object the model allocates (larger allocations fail, larger declared objects stop).
 pub const MAX_OBJECT: u64 = 1 << 26;
 
@@ -154,6 +158,18 @@ impl Memory {
         let (&base, &id) = self.by_base.range(..=addr).next_back()?;
         let off = addr - base;
         (off <= self.object(id).size).then_some((id, off))
+    }
+
+    /// The object `addr` points into or near (within [`SLACK`] bytes outside it), with the
+    /// signed offset from its base.
+    pub fn find_near(&self, addr: u64) -> Option<(ObjId, i128)> {
+        if let Some((&base, &id)) = self.by_base.range(..=addr).next_back()
+            && addr - base <= self.object(id).size + SLACK
+        {
+            return Some((id, (addr - base) as i128));
+        }
+        let (&base, &id) = self.by_base.range(addr..).next()?;
+        (base - addr <= SLACK).then_some((id, addr as i128 - base as i128))
     }
 
     /// The live object holding `len` bytes at `addr`, with the offset.
