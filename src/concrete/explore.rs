@@ -171,6 +171,10 @@ pub struct Run {
     pub candidates: Vec<Candidate>,
     /// Steps spent, blocked attempts included.
     pub steps: u64,
+    /// The step that ended the program (main returning, `exit`) with the first access it
+    /// made, and its thread: later accesses of other threads never happen in this execution,
+    /// so the explorer also holds this step back to look for races with it.
+    pub exit_step: Option<(usize, usize, Access)>,
     /// Whether it created a thread (else every schedule runs it alike).
     pub threaded: bool,
     /// Whether it drew a nondeterministic value (else every value plan runs it alike).
@@ -183,6 +187,7 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
         schedule: Vec::new(),
         candidates: Vec::new(),
         steps: 0,
+        exit_step: None,
         threaded: false,
         drew: false,
     };
@@ -210,6 +215,12 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
                 det.observe(t, run.schedule.len(), &out);
                 run.schedule.push(t as u32);
                 sched.after(&out.events);
+                if m.exited
+                    && m.threads.len() > 1
+                    && let Some(a) = out.accesses.first()
+                {
+                    run.exit_step = Some((run.schedule.len() - 1, t, *a));
+                }
                 if let Some((func, node)) = m.position(t)
                     && coverage.insert((t as u32, func, node))
                 {
@@ -463,7 +474,16 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
                 .zip(hit)
                 .any(|(s, h)| !h && s.contains(&a) && s.contains(&b))
         };
-        let mut order: Vec<&Candidate> = run.candidates.iter().collect();
+        // The step ending the program, held back as a candidate of its own.
+        let exit: Option<Candidate> = run.exit_step.map(|(step, tid, a)| Candidate {
+            first_step: step,
+            first_tid: tid,
+            first: a,
+            second_step: step,
+            second_tid: tid,
+            second: a,
+        });
+        let mut order: Vec<&Candidate> = run.candidates.iter().chain(exit.iter()).collect();
         order.sort_by_key(|c| (!wanted(c, &hit), c.first_step));
         for c in order {
             if spent >= budget.total || attempts >= budget.attempts || all_hit(&hit) {

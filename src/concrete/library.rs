@@ -1128,12 +1128,6 @@ impl Machine<'_> {
                 sp.push((k, v));
                 ok(self)
             }
-            "getchar" => {
-                // A byte of input, or end of file.
-                let v = self.next_nondet(tid);
-                let r = if v < 0 { -1 } else { v & 0xFF };
-                Ok(Ext::Return(self.ret(f, r)?))
-            }
             _ => {
                 tracing::debug!(function = name, "unknown function");
                 Err(Stop::new("call of an unknown function"))
