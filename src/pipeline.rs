@@ -336,7 +336,13 @@ fn witness_races(
         stmts,
         matcher: &matcher,
     };
-    let witnesses = concrete::search(program, roles, &goals, Budget::default());
+    let edges = program
+        .functions
+        .iter()
+        .filter_map(|f| f.body.as_ref())
+        .map(|c| c.edges.len())
+        .sum();
+    let witnesses = concrete::search(program, roles, &goals, Budget::for_size(edges));
     let unexplained = concrete::upgrade::apply(program, races, &witnesses);
     for w in &unexplained {
         tracing::warn!(

@@ -374,6 +374,23 @@ pub struct Budget {
     pub attempts: u32,
 }
 
+impl Budget {
+    /// The default budget for a program of `edges` CFG edges: large programs (real code
+    /// bases, whose executions mostly stop early at library calls the model does not know)
+    /// get a smaller one, so the search stays a small part of their analysis time.
+    pub fn for_size(edges: usize) -> Budget {
+        let b = Budget::default();
+        if edges > 5_000 {
+            Budget {
+                total: b.total / 4,
+                ..b
+            }
+        } else {
+            b
+        }
+    }
+}
+
 impl Default for Budget {
     fn default() -> Self {
         Budget {

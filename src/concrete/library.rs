@@ -479,16 +479,14 @@ impl Machine<'_> {
                 Ok(Ext::ExitProgram)
             }
             Some(Role::NonlocalJump { .. }) => Err(Stop::new("setjmp/longjmp")),
-            Some(Role::Atomic { .. }) => self.atomic_builtin(tid, f, name, args, vals, acc, out),
-            _ => self.libc(tid, f, name, args, vals, acc, out, c11),
+            Some(Role::Atomic { .. }) => self.atomic_builtin(f, name, args, vals, acc, out),
+            _ => self.libc(tid, f, name, args, vals, acc),
         }
     }
 
     /// gcc's `__atomic_*` and `__sync_*` builtins and C11's `atomic_*` functions.
-    #[allow(clippy::too_many_arguments)]
     fn atomic_builtin(
         &mut self,
-        _tid: usize,
         f: FuncId,
         name: &str,
         args: &[Expr],
@@ -674,7 +672,6 @@ impl Machine<'_> {
     }
 
     /// The C library functions the model knows by name.
-    #[allow(clippy::too_many_arguments)]
     fn libc(
         &mut self,
         tid: usize,
@@ -683,10 +680,7 @@ impl Machine<'_> {
         args: &[Expr],
         vals: &[(Val, TypeId)],
         acc: &mut Acc,
-        out: &mut StepOut,
-        c11: bool,
     ) -> Result<Ext, Stop> {
-        let _ = out;
         let name = name
             .strip_prefix("__builtin_")
             .filter(|n| !n.starts_with("__"))
@@ -1032,7 +1026,6 @@ impl Machine<'_> {
                         ..sync::Lock::default()
                     },
                 );
-                let _ = c11;
                 ok(self)
             }
             "pthread_mutex_destroy"

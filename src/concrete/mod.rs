@@ -44,7 +44,7 @@ impl Stop {
 
 /// How an execution chooses the values of `__VERIFIER_nondet_*` and `rand`: every thread
 /// has its own sequence, so replaying a schedule replays the values.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NondetPlan {
     /// Always this value.
     Const(i64),
