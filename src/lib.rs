@@ -16,12 +16,15 @@
 //! 6. [`lockset`] and [`mhp`]: locksets and active threads per context, both solved by the
 //!    generic engine of [`dataflow`].
 //! 7. [`races`]: accesses, escape, the access-state machine and may/must race classification.
-//! 8. [`pipeline`] runs 3–7 and decides the verdict; [`report`] renders JSON and text.
+//! 8. [`concrete`]: a concrete interpreter of the IR that witnesses races in real executions
+//!    (deterministic schedules and inputs), turning possible races into certain ones.
+//! 9. [`pipeline`] runs 3–8 and decides the verdict; [`report`] renders JSON and text.
 //!
 //! Shared utilities: [`stats`] (time and peak memory of a run).
 
 pub mod backend;
 pub mod changes;
+pub mod concrete;
 pub mod context;
 pub mod dataflow;
 pub mod frontend;

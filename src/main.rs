@@ -127,6 +127,10 @@ struct CheckArgs {
     /// Which verdicts the races support (seed 001 §5.3 strategies).
     #[arg(long, value_enum, default_value_t = ModeArg::Combined)]
     mode: ModeArg,
+    /// Do not search concrete executions for witnesses of races (they turn possible races
+    /// into certain ones).
+    #[arg(long)]
+    no_concrete: bool,
     /// Which races make the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::May)]
     fail_on: FailOn,
@@ -340,6 +344,7 @@ fn check_files(args: &CheckArgs) -> ExitCode {
             ModeArg::Under => pipeline::Mode::Under,
             ModeArg::Over => pipeline::Mode::Over,
         },
+        concrete: !args.no_concrete,
     };
     let roles = opts.model.classify(&program);
     pipeline::prepare(&mut program, &roles, &opts);

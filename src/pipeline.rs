@@ -39,6 +39,9 @@ pub struct AnalysisOptions {
     pub model: Model,
     /// Which verdicts the race results may support (`--mode`).
     pub mode: Mode,
+    /// Search for races witnessed by concrete executions (`crate::concrete`; `--no-concrete`
+    /// turns it off).
+    pub concrete: bool,
 }
 
 /// How the verdict is drawn from the races (seed 001 §5.3: the under- and over-approximating
@@ -62,6 +65,7 @@ impl Default for AnalysisOptions {
             unroll: 2,
             model: Model::shipped(),
             mode: Mode::Combined,
+            concrete: true,
         }
     }
 }
@@ -93,6 +97,9 @@ pub struct Analysis<'p> {
     pub races: RaceResult<'p>,
     /// Reasons the verdict is not definite, sorted.
     pub imprecision: Vec<Imprecision>,
+    /// Races witnessed by concrete executions that no static race explains (the static
+    /// analysis missed them).
+    pub unexplained: Vec<crate::concrete::Witness>,
     /// The verdict.
     pub verdict: Verdict,
     /// Time per phase.
@@ -258,7 +265,13 @@ fn run<'p, B: Backend<'p>>(
     imprecision.sort();
     imprecision.dedup();
     let mut races = races;
-    let verdict = verdict(&mut races, &imprecision, opts.mode);
+    let mut unexplained = Vec::new();
+    if opts.concrete {
+        let t = Instant::now();
+        unexplained = witness_races(program, roles, &mut races);
+        phases.push(Phase::new("concrete", t.elapsed()));
+    }
+    let verdict = verdict(&mut races, &imprecision, opts.mode, !unexplained.is_empty());
     Analysis {
         program,
         roles,
@@ -266,6 +279,7 @@ fn run<'p, B: Backend<'p>>(
         locksets,
         races,
         imprecision,
+        unexplained,
         verdict,
         phases,
     }
@@ -293,21 +307,71 @@ fn empty<'p>(
             truncated: false,
         },
         imprecision,
+        unexplained: Vec::new(),
         verdict: Verdict::Unknown,
         phases,
     }
 }
 
+/// Searches concrete executions for witnesses of the static races (`crate::concrete`),
+/// upgrades the races they confirm to must-races, and returns the witnessed races no static
+/// race explains.
+fn witness_races(
+    program: &Program,
+    roles: &Roles,
+    races: &mut RaceResult<'_>,
+) -> Vec<crate::concrete::Witness> {
+    use crate::concrete::{self, Budget, Goals};
+    let stmts = races
+        .races
+        .iter()
+        .map(|r| {
+            r.accesses
+                .iter()
+                .map(|&i| (races.accesses[i].func, races.accesses[i].edge))
+                .collect()
+        })
+        .collect();
+    let view: &RaceResult<'_> = races;
+    let matcher = |w: &concrete::Witness| concrete::upgrade::matching_races(view, w);
+    let goals = Goals {
+        stmts,
+        matcher: &matcher,
+    };
+    let edges = program
+        .functions
+        .iter()
+        .filter_map(|f| f.body.as_ref())
+        .map(|c| c.edges.len())
+        .sum();
+    let witnesses = concrete::search(program, roles, &goals, Budget::for_size(edges));
+    let unexplained = concrete::upgrade::apply(program, races, &witnesses);
+    for w in &unexplained {
+        tracing::warn!(
+            "a concrete execution witnessed a race the static analysis missed: {}",
+            concrete::upgrade::describe(program, w)
+        );
+    }
+    unexplained
+}
+
 /// The combined verdict: `race` on a must-race nothing casts doubt on, `no-race` when no race
 /// at all and nothing may hide one, `unknown` otherwise (DESIGN.md, "verdict"). Must-races that
-/// an imprecision casts doubt on are reported as may-races. `Mode::Under` drops may-races and
-/// never answers `no-race`; `Mode::Over` answers `race` on any race.
-fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision], mode: Mode) -> Verdict {
+/// an imprecision casts doubt on are reported as may-races, unless a concrete execution
+/// witnessed them; `witnessed` says a concrete execution witnessed a race no static race
+/// explains. `Mode::Under` drops may-races and never answers `no-race`; `Mode::Over` answers
+/// `race` on any race.
+fn verdict(
+    races: &mut RaceResult<'_>,
+    imprecision: &[Imprecision],
+    mode: Mode,
+    witnessed: bool,
+) -> Verdict {
     let blocks_race = imprecision.iter().any(|i| i.blocks_race);
     let blocks_no_race = imprecision.iter().any(|i| i.blocks_no_race);
     if blocks_race {
         for r in &mut races.races {
-            if r.confidence == Confidence::Must {
+            if r.confidence == Confidence::Must && r.witness.is_none() {
                 r.confidence = Confidence::May;
                 r.reasons = vec!["the program synchronises in ways the analysis does not model"];
             }
@@ -317,14 +381,14 @@ fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision], mode: Mode) 
         Mode::Combined => {}
         Mode::Under => {
             races.races.retain(|r| r.confidence == Confidence::Must);
-            return if races.races.is_empty() {
+            return if races.races.is_empty() && !witnessed {
                 Verdict::Unknown
             } else {
                 Verdict::Race
             };
         }
         Mode::Over => {
-            return if !races.races.is_empty() {
+            return if !races.races.is_empty() || witnessed {
                 Verdict::Race
             } else if blocks_no_race {
                 Verdict::Unknown
@@ -333,7 +397,7 @@ fn verdict(races: &mut RaceResult<'_>, imprecision: &[Imprecision], mode: Mode) 
             };
         }
     }
-    if races.races.iter().any(|r| r.confidence == Confidence::Must) {
+    if witnessed || races.races.iter().any(|r| r.confidence == Confidence::Must) {
         Verdict::Race
     } else if races.races.is_empty() && !blocks_no_race {
         Verdict::NoRace

@@ -15,6 +15,7 @@ struct Expect {
     verdict: Option<String>,
     context_depth: Option<usize>,
     syntactic: bool,
+    concrete: bool,
     must: BTreeSet<u32>,
     reported: BTreeSet<u32>,
     not_must: BTreeSet<u32>,
@@ -35,6 +36,7 @@ fn expectations(src: &str) -> Expect {
         }
         if let Some(a) = comment.trim().strip_prefix("ARGS:") {
             let a: Vec<&str> = a.split_whitespace().collect();
+            e.concrete |= a.contains(&"--concrete");
             for w in a.windows(2) {
                 match w {
                     ["--context-depth", d] => e.context_depth = d.parse().ok(),
@@ -65,13 +67,26 @@ fn expectations(src: &str) -> Expect {
     e
 }
 
-fn check_fixture(path: &Path) -> Vec<String> {
+/// Checks a fixture's marks; `concrete` overrides whether concrete witnesses are searched
+/// (by default only when its `ARGS:` line says `--concrete`).
+fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
     let rel = path
         .strip_prefix(env!("CARGO_MANIFEST_DIR"))
         .expect("fixture under the manifest dir")
         .to_path_buf();
     let src = std::fs::read_to_string(path).expect("readable fixture");
-    let exp = expectations(&src);
+    let mut exp = expectations(&src);
+    let concrete = concrete.unwrap_or(exp.concrete);
+    if concrete && !exp.concrete {
+        // Only what concrete witnesses can never change: lines that never race, and
+        // race-free verdicts.
+        exp.must.clear();
+        exp.reported.clear();
+        exp.not_must.clear();
+        if exp.verdict.as_deref() != Some("no-race") {
+            exp.verdict = None;
+        }
+    }
     let (mut program, _) = frontend::load(std::slice::from_ref(&rel), &FrontendOptions::default())
         .unwrap_or_else(|e| panic!("{} does not lower: {e}", rel.display()));
     let opts = AnalysisOptions {
@@ -81,6 +96,7 @@ fn check_fixture(path: &Path) -> Vec<String> {
         } else {
             BackendKind::Value
         },
+        concrete,
         ..Default::default()
     };
     let roles = opts.model.classify(&program);
@@ -154,7 +170,25 @@ fn race_fixtures_meet_their_expectations() {
             "{} has no expectations",
             f.display()
         );
-        problems.extend(check_fixture(f));
+        problems.extend(check_fixture(f, None));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Races witnessed by concrete executions never fall on lines that do not race, nor turn a
+/// race-free fixture racy.
+#[test]
+fn concrete_witnesses_respect_every_fixture() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/races");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixture dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "c"))
+        .collect();
+    files.sort();
+    let mut problems = Vec::new();
+    for f in &files {
+        problems.extend(check_fixture(f, Some(true)));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

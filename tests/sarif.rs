@@ -111,7 +111,7 @@ fn a_race_result_has_what_code_scanning_reads() {
 
 #[test]
 fn may_races_are_warnings() {
-    let log = sarif_of("tests/fixtures/races/conditional_lock.c");
+    let log = sarif_of("tests/fixtures/races/concrete_unknown_hook.c");
     let results = log["runs"][0]["results"].as_array().expect("results");
     assert!(!results.is_empty());
     assert!(results.iter().all(|r| r["level"] == "warning"));

@@ -103,6 +103,8 @@ pub struct Race {
     pub accesses: Vec<usize>,
     /// Why the race is only a may-race (empty for must-races), sorted.
     pub reasons: Vec<&'static str>,
+    /// How a concrete execution witnessed the race, when one did (`crate::concrete`).
+    pub witness: Option<String>,
 }
 
 /// The result of race detection.
@@ -1089,6 +1091,7 @@ fn group(
                 confidence: Confidence::Must,
                 accesses: acc,
                 reasons: Vec::new(),
+                witness: None,
             });
         }
         if let Some(p) = g.may_pair {
@@ -1106,6 +1109,7 @@ fn group(
                     confidence: Confidence::May,
                     accesses: acc,
                     reasons: g.reasons.texts(),
+                    witness: None,
                 });
             }
         }

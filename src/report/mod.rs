@@ -118,6 +118,9 @@ pub struct RaceReport {
     /// Why the race is only a may-race.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// How a concrete execution witnessed the race, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub witness: Option<String>,
     /// How many further accesses of the race are not listed (see [`MAX_LISTED_ACCESSES`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub more_accesses: usize,
@@ -175,6 +178,7 @@ impl Report {
                     location,
                     accesses,
                     reason: (!r.reasons.is_empty()).then(|| r.reasons.join("; ")),
+                    witness: r.witness.clone(),
                     more_accesses: r.accesses.len().saturating_sub(MAX_LISTED_ACCESSES),
                     suppressed: None,
                     fingerprint: String::new(),
@@ -183,6 +187,8 @@ impl Report {
                 race
             })
             .collect();
+        let mut races: Vec<RaceReport> = races;
+        races.extend(a.unexplained.iter().map(|w| witness_report(p, w)));
         let imprecision = a
             .imprecision
             .iter()
@@ -206,6 +212,53 @@ impl Report {
         // Serialising plain data cannot fail.
         serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
     }
+}
+
+/// The report of a race a concrete execution witnessed and no static race explains.
+fn witness_report(p: &Program, w: &crate::concrete::Witness) -> RaceReport {
+    use crate::concrete::memory::Origin;
+    let location = match w.first.origin {
+        Origin::Global(g) => p.global(g).name.clone(),
+        Origin::Local { func, local } => p.function(func).local(local).name.clone(),
+        Origin::Heap { func, edge } => format!(
+            "<heap> (heap allocated at line {})",
+            p.function(func).edge_loc(edge).line
+        ),
+        Origin::Str(_) => "<string>".to_string(),
+        Origin::Opaque => "<library object>".to_string(),
+    };
+    let side = |x: &crate::concrete::WitnessAccess| {
+        let loc = p.function(x.func).edge_loc(x.edge);
+        let f = p.function(x.func).name.clone();
+        AccessReport {
+            file: p.file_name(loc).to_string(),
+            line: loc.line,
+            column: loc.col,
+            kind: if x.write { "write" } else { "read" },
+            thread: p.function(x.entry).name.clone(),
+            lockset: Vec::new(),
+            may_lockset: None,
+            expression: location.clone(),
+            call_chain: vec![f.clone()],
+            atomic: x.atomic,
+            function: f,
+            frames: Vec::new(),
+            created_at: None,
+            lock_sites: Vec::new(),
+        }
+    };
+    let mut race = RaceReport {
+        confidence: "must",
+        location: location.clone(),
+        accesses: vec![side(&w.first), side(&w.second)],
+        reason: None,
+        witness: Some(crate::concrete::upgrade::describe(p, w)),
+        more_accesses: 0,
+        suppressed: None,
+        fingerprint: String::new(),
+    };
+    race.fingerprint = sarif::fingerprint(&race);
+    race
 }
 
 /// The location of a race: the base variable's name when the access names it, else the

@@ -47,6 +47,13 @@ pub fn render(report: &Report) -> String {
                 first.file, first.line, first.column
             );
         }
+        if let Some(w) = &race.witness {
+            let _ = writeln!(
+                out,
+                "{}:{}:{}: note: {w}",
+                first.file, first.line, first.column
+            );
+        }
         let _ = writeln!(
             out,
             "{}:{}:{}: note: details: racedar check --explain {} ...",
@@ -213,11 +220,14 @@ pub fn explain(race: &RaceReport) -> String {
             let _ = writeln!(out, "  locks possibly held: {}", m.join(", "));
         }
     }
-    match &race.reason {
-        Some(r) => {
+    match (&race.reason, &race.witness) {
+        (Some(r), _) => {
             let _ = writeln!(out, "\nonly a possible race: {r}");
         }
-        None => {
+        (None, Some(w)) => {
+            let _ = writeln!(out, "\na certain race, {w}");
+        }
+        (None, None) => {
             let _ = writeln!(
                 out,
                 "\na certain race: both accesses run on certainly feasible paths of threads that \

@@ -1,0 +1,1218 @@
+//! Models of the library functions a concrete execution may call: POSIX threads and
+//! synchronisation, C11 threads, the SV-COMP functions, gcc's atomic builtins, and the parts
+//! of the C library (allocation, `mem*`/`str*`, output) whose effect is known exactly.
+//!
+//! Functions are recognised by their concurrency-model role ([`crate::model::Role`]) first,
+//! then by name. A function that is neither stops the execution: its effect is unknown.
+//! Accesses are recorded as the static analysis counts them (`crate::backend::accesses`):
+//! synchronisation calls access nothing but their argument expressions, library functions
+//! read and write the bytes they touch, atomic builtins access their object atomically.
+//! Deallocation (`free`, `realloc`) is not claimed as an access: whether releasing a block
+//! races with a use of it is not settled by SV-COMP's definition of a data race (Goblint does
+//! not count it), so a witness never rests on it; a use after the release still stops the
+//! execution.
+
+use super::Stop;
+use super::interp::{Acc, Event, Ext, FrameKind, Machine, Status, StepOut, SyncKey};
+use super::memory::{MAX_OBJECT, Origin};
+use super::sync::{self, LockOutcome, MutexKind};
+use super::value::{self, Repr, Val, int_value, trunc};
+use crate::ir::{Expr, FuncId, TypeId};
+use crate::model::{LockKind, LockMode, Role};
+
+/// `PTHREAD_BARRIER_SERIAL_THREAD` (glibc).
+const BARRIER_SERIAL: i128 = -1;
+
+const SIGNED128: Repr = Repr::Int {
+    bits: 128,
+    signed: true,
+    boolean: false,
+};
+
+impl Machine<'_> {
+    /// The integer value of argument `i`.
+    fn int_arg(&self, vals: &[(Val, TypeId)], i: usize) -> Result<i128, Stop> {
+        match vals.get(i) {
+            Some((Val::Int(x), ty)) => Ok(int_value(*x, self.repr(*ty)?)),
+            _ => Err(Stop::new("missing or non-integer argument")),
+        }
+    }
+
+    /// The address argument `i` holds.
+    fn ptr_arg(&self, vals: &[(Val, TypeId)], i: usize) -> Result<u64, Stop> {
+        match vals.get(i) {
+            Some((Val::Int(x), _)) => {
+                u64::try_from(*x).map_err(|_| Stop::new("invalid pointer argument"))
+            }
+            _ => Err(Stop::new("missing or non-pointer argument")),
+        }
+    }
+
+    /// The address of a synchronisation object argument, which must lie in a live object of
+    /// the program (a null or dangling mutex pointer is undefined behaviour).
+    fn sync_arg(&self, vals: &[(Val, TypeId)], i: usize) -> Result<u64, Stop> {
+        let a = self.ptr_arg(vals, i)?;
+        match self.mem.find(a) {
+            Some((id, off)) if off < self.mem.object(id).size && self.mem.object(id).live => Ok(a),
+            _ => Err(Stop::new(
+                "synchronisation object through an invalid pointer",
+            )),
+        }
+    }
+
+    /// The value `v` as a result of `f` (of its return type).
+    fn ret(&self, f: FuncId, v: i128) -> Result<Option<Val>, Stop> {
+        let Some(sig) = self.p.types.func_sig(self.p.function(f).ty) else {
+            return Ok(Some(Val::Int(v as u128)));
+        };
+        match self.repr(sig.ret)? {
+            Repr::Void => Ok(None),
+            r => value::convert(&Val::Int(v as u128), SIGNED128, r).map(Some),
+        }
+    }
+
+    /// Reads `n` bytes at `addr`, recording a read when `record`.
+    fn read_mem(&self, addr: u64, n: u64, acc: &mut Acc, record: bool) -> Result<Vec<u8>, Stop> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let (id, off) = self.mem.locate(addr, n)?;
+        if record {
+            acc.push(id, off, n, false, false);
+        }
+        Ok(self.mem.read_at(id, off, n))
+    }
+
+    /// Writes bytes at `addr`, recording a write when `record`.
+    fn write_mem(
+        &mut self,
+        addr: u64,
+        data: &[u8],
+        acc: &mut Acc,
+        record: bool,
+        atomic: bool,
+    ) -> Result<(), Stop> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let (id, off) = self.mem.locate(addr, data.len() as u64)?;
+        if record {
+            acc.push(id, off, data.len() as u64, true, atomic);
+        }
+        self.mem.write_at(id, off, data)
+    }
+
+    /// The length of the C string at `addr` (bytes before the terminating zero).
+    fn strlen_at(&self, addr: u64, limit: Option<u64>) -> Result<u64, Stop> {
+        let Some((id, off)) = self.mem.find(addr) else {
+            return Err(Stop::new("string through an invalid pointer"));
+        };
+        let o = self.mem.object(id);
+        if !o.live || o.opaque {
+            return Err(Stop::new("string in a dead or opaque object"));
+        }
+        let avail = o.size.saturating_sub(off);
+        let bytes = self.mem.read_at(id, off, avail);
+        let max = limit.unwrap_or(u64::MAX);
+        match bytes
+            .iter()
+            .take(max.min(avail) as usize)
+            .position(|b| *b == 0)
+        {
+            Some(n) => Ok(n as u64),
+            None if max <= avail => Ok(max),
+            None => Err(Stop::new("unterminated string")),
+        }
+    }
+
+    /// Allocates a heap block of `size` bytes at the call statement of `acc`.
+    fn heap_alloc(&mut self, size: u64, acc: &Acc) -> Result<u64, Stop> {
+        if size > MAX_OBJECT {
+            return Ok(0); // the allocation fails, as it may
+        }
+        let id = self.mem.alloc(
+            size,
+            16,
+            Origin::Heap {
+                func: acc.func,
+                edge: acc.edge,
+            },
+        )?;
+        Ok(self.mem.object(id).base)
+    }
+
+    /// The live heap block starting at `addr` (for `free` and `realloc`).
+    fn heap_block(&self, addr: u64) -> Result<(super::memory::ObjId, u64), Stop> {
+        match self.mem.find(addr) {
+            Some((id, 0))
+                if self.mem.object(id).live
+                    && matches!(self.mem.object(id).origin, Origin::Heap { .. }) =>
+            {
+                Ok((id, self.mem.object(id).size))
+            }
+            _ => Err(Stop::new("free of a pointer that is not a live heap block")),
+        }
+    }
+
+    /// The type an argument pointer points to, before conversions.
+    fn pointee_of(&self, e: Option<&Expr>) -> Option<TypeId> {
+        let e = crate::ir::visit::strip_casts(e?);
+        self.p.types.pointee(e.ty)
+    }
+
+    /// The mutex type a lock at `addr` starts with: from glibc's `__kind` field of a
+    /// statically initialised `pthread_mutex_t`.
+    fn initial_kind(&self, addr: u64, name: &str) -> MutexKind {
+        if !name.starts_with("pthread_mutex") || self.sync.locks.contains_key(&addr) {
+            return self.sync.kind_of(addr).unwrap_or_default();
+        }
+        let off = if self.p.types.data_model.pointer_size() == 8 {
+            16
+        } else {
+            12
+        };
+        match self.mem.locate(addr, 24) {
+            Ok((id, o)) => {
+                let b = self.mem.read_at(id, o + off, 4);
+                MutexKind::of(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as u128)
+            }
+            Err(_) => MutexKind::Normal,
+        }
+    }
+
+    /// Calls function `f`, which has no body, in thread `tid` with arguments `args` (values
+    /// `vals`); the call statement is `acc`'s.
+    pub(super) fn call_external(
+        &mut self,
+        tid: usize,
+        f: FuncId,
+        args: &[Expr],
+        vals: &[(Val, TypeId)],
+        acc: &mut Acc,
+        out: &mut StepOut,
+    ) -> Result<Ext, Stop> {
+        let name = self.p.function(f).name.as_str();
+        let c11 = name.starts_with("mtx_")
+            || name.starts_with("cnd_")
+            || name.starts_with("thrd_")
+            || name.starts_with("tss_");
+        // C11 <threads.h> results: thrd_success 0, thrd_busy 1, thrd_error 2, thrd_timedout 4.
+        let status = |e: u128| -> i128 {
+            if !c11 {
+                e as i128
+            } else {
+                match e {
+                    0 => 0,
+                    sync::EBUSY => 1,
+                    sync::ETIMEDOUT => 4,
+                    _ => 2,
+                }
+            }
+        };
+        let role = self.roles.get(f).cloned();
+        match role {
+            Some(Role::ThreadCreate {
+                thread_id,
+                entry,
+                arg,
+            }) => {
+                let idp = self.ptr_arg(vals, thread_id)?;
+                let ent = self.func_at(&vals.get(entry).ok_or_else(|| Stop::new("arg"))?.0)?;
+                if self.p.function(ent).body.is_none() {
+                    return Err(Stop::new("thread entry without body"));
+                }
+                let (a, aty) = vals
+                    .get(arg)
+                    .cloned()
+                    .ok_or_else(|| Stop::new("missing thread argument"))?;
+                let child = self.spawn(ent)?;
+                self.push_frame(child, ent, vec![(a, aty)], FrameKind::Plain)?;
+                let size = self
+                    .pointee_of(args.get(thread_id))
+                    .and_then(|t| self.p.types.size_of(t))
+                    .filter(|s| *s > 0 && *s <= 16)
+                    .unwrap_or(self.p.types.data_model.pointer_size());
+                let bytes =
+                    value::encode(&Val::Int(child as u128 + 1), Repr::Ptr { bits: 128 }, size)?;
+                self.write_mem(idp, &bytes, acc, false, false)?;
+                out.events.push(Event::Create(child));
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            Some(Role::ThreadJoin { thread_id }) => {
+                let t = self.int_arg(vals, thread_id)? - 1;
+                if t < 0 || t as usize >= self.threads.len() || t as usize == tid {
+                    return Err(Stop::new("join of an invalid thread"));
+                }
+                let t = t as usize;
+                if self.threads[t].joined {
+                    return Err(Stop::new("thread joined twice"));
+                }
+                if self.threads[t].status != Status::Done {
+                    return Ok(Ext::Block);
+                }
+                if name != "__goblint_assume_join" && vals.len() > thread_id + 1 {
+                    let rp = self.ptr_arg(vals, thread_id + 1)?;
+                    if rp != 0 {
+                        let size = self
+                            .pointee_of(args.get(thread_id + 1))
+                            .and_then(|t| self.p.types.size_of(t))
+                            .filter(|s| *s > 0 && *s <= 16)
+                            .unwrap_or(self.p.types.data_model.pointer_size());
+                        let rv = self.threads[t].retval;
+                        let bytes = value::encode(&Val::Int(rv), Repr::Ptr { bits: 128 }, size)?;
+                        self.write_mem(rp, &bytes, acc, false, false)?;
+                    }
+                }
+                self.threads[t].joined = true;
+                out.events.push(Event::Join(t));
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            Some(Role::ThreadExit) => {
+                let v = match vals.first() {
+                    Some((Val::Int(x), _)) => *x,
+                    _ => 0,
+                };
+                Ok(Ext::ExitThread(v))
+            }
+            Some(Role::Lock { lock, mode, kind }) => {
+                let addr = self.sync_arg(vals, lock)?;
+                let k0 = self.initial_kind(addr, name);
+                let write = mode == LockMode::Write;
+                let timed = name.contains("timed") || name.contains("clock");
+                match self.sync.lock(addr, tid, write, kind == LockKind::Try, k0) {
+                    LockOutcome::Done => {
+                        out.events.push(Event::Acquire(SyncKey::Lock(addr)));
+                        Ok(Ext::Return(self.ret(f, 0)?))
+                    }
+                    LockOutcome::Error(e) => {
+                        let e = if timed && e == sync::EBUSY {
+                            sync::ETIMEDOUT
+                        } else {
+                            e
+                        };
+                        Ok(Ext::Return(self.ret(f, status(e))?))
+                    }
+                    LockOutcome::Wait => Ok(Ext::Block),
+                    LockOutcome::Undefined => Err(Stop::new("undefined lock operation")),
+                }
+            }
+            Some(Role::Unlock { lock }) => {
+                let addr = self.sync_arg(vals, lock)?;
+                let k0 = self.initial_kind(addr, name);
+                match self.sync.unlock(addr, tid, k0) {
+                    LockOutcome::Done => {
+                        out.events.push(Event::Release(SyncKey::Lock(addr)));
+                        Ok(Ext::Return(self.ret(f, 0)?))
+                    }
+                    LockOutcome::Error(e) => Ok(Ext::Return(self.ret(f, status(e))?)),
+                    _ => Err(Stop::new("unlock of a mutex the thread does not hold")),
+                }
+            }
+            Some(Role::CondWait { cond, mutex }) => {
+                let c = self.sync_arg(vals, cond)?;
+                let m = self.sync_arg(vals, mutex)?;
+                let held = self
+                    .sync
+                    .locks
+                    .get(&m)
+                    .filter(|l| l.writer == Some(tid))
+                    .map(|l| l.depth);
+                match held {
+                    Some(1) => {}
+                    Some(_) => return Err(Stop::new("condition wait on a recursively held mutex")),
+                    None => {
+                        let k = self.sync.kind_of(m).unwrap_or_default();
+                        if k == MutexKind::Normal {
+                            return Err(Stop::new("condition wait without the mutex"));
+                        }
+                        return Ok(Ext::Return(self.ret(f, status(sync::EPERM))?));
+                    }
+                }
+                self.sync.unlock(m, tid, MutexKind::Normal);
+                out.events.push(Event::Release(SyncKey::Lock(m)));
+                let seq = self.sync.wait_seq;
+                self.sync.wait_seq += 1;
+                self.threads[tid].status = Status::WaitCond {
+                    cond: c,
+                    mutex: m,
+                    seq,
+                };
+                Ok(Ext::Wait)
+            }
+            Some(Role::CondSignal { cond }) => {
+                let c = self.sync_arg(vals, cond)?;
+                let all = name.contains("broadcast");
+                let mut waiting: Vec<(u64, usize, u64)> = self
+                    .threads
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| match t.status {
+                        Status::WaitCond { cond, mutex, seq } if cond == c => Some((seq, i, mutex)),
+                        _ => None,
+                    })
+                    .collect();
+                waiting.sort();
+                out.events.push(Event::Release(SyncKey::Cond(c)));
+                for (_, t, m) in waiting.into_iter().take(if all { usize::MAX } else { 1 }) {
+                    self.threads[t].status = Status::Resume {
+                        ret: 0,
+                        relock: Some(m),
+                        from: Some(SyncKey::Cond(c)),
+                    };
+                }
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            Some(Role::BarrierWait { barrier }) => {
+                let b = self.sync_arg(vals, barrier)?;
+                let Some(st) = self.sync.barriers.get_mut(&b) else {
+                    return Err(Stop::new("wait on an uninitialised barrier"));
+                };
+                st.waiting += 1;
+                out.events.push(Event::Release(SyncKey::Barrier(b)));
+                if st.waiting >= st.count {
+                    st.waiting = 0;
+                    for t in self.threads.iter_mut() {
+                        if t.status == (Status::WaitBarrier { barrier: b }) {
+                            t.status = Status::Resume {
+                                ret: 0,
+                                relock: None,
+                                from: Some(SyncKey::Barrier(b)),
+                            };
+                        }
+                    }
+                    out.events.push(Event::Acquire(SyncKey::Barrier(b)));
+                    Ok(Ext::Return(self.ret(f, BARRIER_SERIAL)?))
+                } else {
+                    self.threads[tid].status = Status::WaitBarrier { barrier: b };
+                    Ok(Ext::Wait)
+                }
+            }
+            Some(Role::Once { control, routine }) => {
+                let ctl = self.sync_arg(vals, control)?;
+                match self.sync.onces.get(&ctl) {
+                    Some(sync::Once::Done) => {
+                        out.events.push(Event::Acquire(SyncKey::Once(ctl)));
+                        Ok(Ext::Return(self.ret(f, 0)?))
+                    }
+                    Some(sync::Once::Running(_)) => Ok(Ext::Block),
+                    None => {
+                        let r =
+                            self.func_at(&vals.get(routine).ok_or_else(|| Stop::new("arg"))?.0)?;
+                        self.sync.onces.insert(ctl, sync::Once::Running(tid));
+                        self.push_frame(tid, r, Vec::new(), FrameKind::Once(ctl))?;
+                        Ok(Ext::Pushed)
+                    }
+                }
+            }
+            Some(Role::SemWait { sem, kind }) => {
+                let s = self.sync_arg(vals, sem)?;
+                let Some(v) = self.sync.sems.get_mut(&s) else {
+                    return Err(Stop::new("wait on an uninitialised semaphore"));
+                };
+                if *v > 0 {
+                    *v -= 1;
+                    out.events.push(Event::Acquire(SyncKey::Sem(s)));
+                    Ok(Ext::Return(self.ret(f, 0)?))
+                } else if kind == LockKind::Try {
+                    Ok(Ext::Return(self.ret(f, -1)?))
+                } else {
+                    Ok(Ext::Block)
+                }
+            }
+            Some(Role::SemPost { sem }) => {
+                let s = self.sync_arg(vals, sem)?;
+                let Some(v) = self.sync.sems.get_mut(&s) else {
+                    return Err(Stop::new("post on an uninitialised semaphore"));
+                };
+                *v += 1;
+                out.events.push(Event::Release(SyncKey::Sem(s)));
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            Some(Role::AtomicBegin) => {
+                if !self.enter_section(tid) {
+                    return Ok(Ext::Block);
+                }
+                out.events.push(Event::Acquire(SyncKey::Section));
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            Some(Role::AtomicEnd) => {
+                if !self.leave_section(tid) {
+                    return Err(Stop::new("end of an atomic section never begun"));
+                }
+                out.events.push(Event::Release(SyncKey::Section));
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            Some(Role::MutexAttrSettype { attr, kind }) => {
+                let a = self.sync_arg(vals, attr)?;
+                let k = self.int_arg(vals, kind)?;
+                self.sync.attrs.insert(a, MutexKind::of(k as u128));
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            Some(Role::Nondet) => {
+                let v = self.next_nondet(tid);
+                let sig = self.p.types.func_sig(self.p.function(f).ty);
+                match sig.map(|s| self.repr(s.ret)) {
+                    Some(Ok(Repr::Ptr { .. })) if v != 0 => {
+                        Err(Stop::new("nondeterministic non-null pointer"))
+                    }
+                    Some(Ok(Repr::Aggregate { .. } | Repr::Void)) => {
+                        Err(Stop::new("nondeterministic value of an aggregate type"))
+                    }
+                    _ => Ok(Ext::Return(self.ret(f, v)?)),
+                }
+            }
+            Some(Role::Assume { cond }) => {
+                let c = match vals.get(cond) {
+                    Some((v, _)) => value::truth(v)?,
+                    None => false,
+                };
+                if c {
+                    Ok(Ext::Return(self.ret(f, 0)?))
+                } else {
+                    Err(Stop::new("assumption does not hold"))
+                }
+            }
+            Some(Role::Noreturn) => {
+                if name == "__builtin_unreachable" {
+                    return Err(Stop::new("__builtin_unreachable reached"));
+                }
+                Ok(Ext::ExitProgram)
+            }
+            Some(Role::NonlocalJump { .. }) => Err(Stop::new("setjmp/longjmp")),
+            Some(Role::Atomic { .. }) => self.atomic_builtin(f, name, args, vals, acc, out),
+            _ => self.libc(tid, f, name, args, vals, acc),
+        }
+    }
+
+    /// gcc's `__atomic_*` and `__sync_*` builtins and C11's `atomic_*` functions.
+    fn atomic_builtin(
+        &mut self,
+        f: FuncId,
+        name: &str,
+        args: &[Expr],
+        vals: &[(Val, TypeId)],
+        acc: &mut Acc,
+        out: &mut StepOut,
+    ) -> Result<Ext, Stop> {
+        if name == "atomic_is_lock_free" || name.ends_with("always_lock_free") {
+            return Ok(Ext::Return(self.ret(f, 1)?));
+        }
+        let p = self.ptr_arg(vals, 0)?;
+        let elem = self
+            .pointee_of(args.first())
+            .ok_or_else(|| Stop::new("atomic operation on a non-pointer"))?;
+        let flag = name.contains("test_and_set") || name.contains("clear");
+        let size = if flag {
+            1
+        } else {
+            self.p
+                .types
+                .size_of(elem)
+                .filter(|s| matches!(s, 1 | 2 | 4 | 8 | 16))
+                .ok_or_else(|| Stop::new("atomic operation on an object of odd size"))?
+        };
+        let bits = (size * 8) as u32;
+        let (id, off) = self.mem.locate(p, size)?;
+        let old = match value::decode(&self.mem.read_at(id, off, size), Repr::Ptr { bits: 128 }) {
+            Val::Int(x) => x,
+            _ => 0,
+        };
+        let load_only = name.contains("load");
+        let store_only = name.contains("store") || name.contains("clear");
+        let key = SyncKey::Atomic(p);
+        out.events.push(Event::Acquire(key));
+        out.events.push(Event::Release(key));
+        // The value operand of `__atomic_*` builtins without `_n` comes through a pointer.
+        let generic = name.starts_with("__atomic_") && !name.ends_with("_n");
+        let operand = |m: &Machine<'_>, i: usize, acc: &mut Acc| -> Result<u128, Stop> {
+            if generic {
+                let q = m.ptr_arg(vals, i)?;
+                match value::decode(&m.read_mem(q, size, acc, false)?, Repr::Ptr { bits: 128 }) {
+                    Val::Int(x) => Ok(x),
+                    _ => Ok(0),
+                }
+            } else {
+                match vals.get(i) {
+                    Some((Val::Int(x), _)) => Ok(trunc(*x, bits)),
+                    _ => Err(Stop::new("atomic operand")),
+                }
+            }
+        };
+        let enc = |v: u128| value::encode(&Val::Int(v), Repr::Ptr { bits: 128 }, size);
+        let result_old = |m: &Machine<'_>, v: u128| -> Result<Option<Val>, Stop> {
+            let r = value::convert(
+                &Val::Int(v),
+                Repr::Int {
+                    bits,
+                    signed: false,
+                    boolean: false,
+                },
+                Repr::Int {
+                    bits: 128,
+                    signed: false,
+                    boolean: false,
+                },
+            )?;
+            match (r, m.p.types.func_sig(m.p.function(f).ty).map(|s| s.ret)) {
+                (Val::Int(x), Some(rt)) => match m.repr(rt)? {
+                    Repr::Void => Ok(None),
+                    r => value::convert(
+                        &Val::Int(x),
+                        Repr::Int {
+                            bits,
+                            signed: false,
+                            boolean: false,
+                        },
+                        r,
+                    )
+                    .map(Some),
+                },
+                (r, _) => Ok(Some(r)),
+            }
+        };
+        if name.contains("compare_exchange") || name.contains("compare_and_swap") {
+            let sync_style = name.starts_with("__sync_");
+            let (expected, desired) = if sync_style {
+                (operand(self, 1, acc)?, operand(self, 2, acc)?)
+            } else {
+                let ep = self.ptr_arg(vals, 1)?;
+                let e = match value::decode(
+                    &self.read_mem(ep, size, acc, false)?,
+                    Repr::Ptr { bits: 128 },
+                ) {
+                    Val::Int(x) => x,
+                    _ => 0,
+                };
+                (e, operand(self, 2, acc)?)
+            };
+            acc.push(id, off, size, false, true);
+            let ok = old == expected;
+            if ok {
+                acc.push(id, off, size, true, true);
+                self.mem.write_at(id, off, &enc(desired)?)?;
+            } else if !sync_style {
+                let ep = self.ptr_arg(vals, 1)?;
+                self.write_mem(ep, &enc(old)?, acc, false, false)?;
+            }
+            if name == "__sync_val_compare_and_swap" {
+                return Ok(Ext::Return(result_old(self, old)?));
+            }
+            return Ok(Ext::Return(self.ret(f, i128::from(ok))?));
+        }
+        if load_only {
+            acc.push(id, off, size, false, true);
+            if generic {
+                let rp = self.ptr_arg(vals, 1)?;
+                self.write_mem(rp, &enc(old)?, acc, false, false)?;
+                return Ok(Ext::Return(self.ret(f, 0)?));
+            }
+            return Ok(Ext::Return(result_old(self, old)?));
+        }
+        if store_only || name == "__sync_lock_release" || name == "atomic_init" {
+            let v = if name.contains("clear") || name == "__sync_lock_release" {
+                0
+            } else {
+                operand(self, 1, acc)?
+            };
+            acc.push(id, off, size, true, true);
+            self.mem.write_at(id, off, &enc(v)?)?;
+            return Ok(Ext::Return(self.ret(f, 0)?));
+        }
+        acc.push(id, off, size, false, true);
+        acc.push(id, off, size, true, true);
+        if name.contains("test_and_set") && !name.starts_with("__sync_") {
+            self.mem.write_at(id, off, &enc(1)?)?;
+            return Ok(Ext::Return(self.ret(f, i128::from(old != 0))?));
+        }
+        if name.contains("exchange") || name == "__sync_lock_test_and_set" {
+            let v = operand(self, 1, acc)?;
+            self.mem.write_at(id, off, &enc(v)?)?;
+            if generic {
+                let rp = self.ptr_arg(vals, 2)?;
+                self.write_mem(rp, &enc(old)?, acc, false, false)?;
+                return Ok(Ext::Return(self.ret(f, 0)?));
+            }
+            return Ok(Ext::Return(result_old(self, old)?));
+        }
+        // Read-modify-write: which operation, and whether the old or the new value returns.
+        let body = name
+            .trim_start_matches("__atomic_")
+            .trim_start_matches("__sync_")
+            .trim_start_matches("atomic_")
+            .trim_end_matches("_explicit");
+        let (op, returns_old) = if let Some(op) = body.strip_prefix("fetch_and_") {
+            (op, true)
+        } else if let Some(op) = body.strip_prefix("fetch_") {
+            (op, true)
+        } else if let Some(op) = body.strip_suffix("_and_fetch") {
+            (op, false)
+        } else if let Some(op) = body.strip_suffix("_fetch") {
+            (op, false)
+        } else {
+            return Err(Stop::new("unknown atomic builtin"));
+        };
+        let v = operand(self, 1, acc)?;
+        let new = trunc(
+            match op {
+                "add" => old.wrapping_add(v),
+                "sub" => old.wrapping_sub(v),
+                "and" => old & v,
+                "or" => old | v,
+                "xor" => old ^ v,
+                "nand" => !(old & v),
+                _ => return Err(Stop::new("unknown atomic operation")),
+            },
+            bits,
+        );
+        self.mem.write_at(id, off, &enc(new)?)?;
+        Ok(Ext::Return(result_old(
+            self,
+            if returns_old { old } else { new },
+        )?))
+    }
+
+    /// The C library functions the model knows by name.
+    fn libc(
+        &mut self,
+        tid: usize,
+        f: FuncId,
+        name: &str,
+        args: &[Expr],
+        vals: &[(Val, TypeId)],
+        acc: &mut Acc,
+    ) -> Result<Ext, Stop> {
+        let name = name
+            .strip_prefix("__builtin_")
+            .filter(|n| !n.starts_with("__"))
+            .unwrap_or(name);
+        let name = name
+            .strip_prefix("__builtin___")
+            .or_else(|| name.strip_prefix("__"))
+            .and_then(|n| n.strip_suffix("_chk"))
+            .unwrap_or(name);
+        let ok = |m: &Machine<'_>| m.ret(f, 0).map(Ext::Return);
+        match name {
+            "malloc" | "valloc" | "pvalloc" | "alloca" => {
+                let n = self.int_arg(vals, 0)? as u64;
+                let a = self.heap_alloc(n, acc)?;
+                Ok(Ext::Return(self.ret(f, a as i128)?))
+            }
+            "calloc" => {
+                let n = self.int_arg(vals, 0)? as u64;
+                let s = self.int_arg(vals, 1)? as u64;
+                let a = match n.checked_mul(s) {
+                    Some(t) => self.heap_alloc(t, acc)?,
+                    None => 0,
+                };
+                Ok(Ext::Return(self.ret(f, a as i128)?))
+            }
+            "aligned_alloc" | "memalign" => {
+                let n = self.int_arg(vals, 1)? as u64;
+                let a = self.heap_alloc(n, acc)?;
+                Ok(Ext::Return(self.ret(f, a as i128)?))
+            }
+            "realloc" => {
+                let old = self.ptr_arg(vals, 0)?;
+                let n = self.int_arg(vals, 1)? as u64;
+                if n == 0 {
+                    return Err(Stop::new("realloc to size 0"));
+                }
+                if old == 0 {
+                    let a = self.heap_alloc(n, acc)?;
+                    return Ok(Ext::Return(self.ret(f, a as i128)?));
+                }
+                let (id, size) = self.heap_block(old)?;
+                let a = self.heap_alloc(n, acc)?;
+                if a == 0 {
+                    return Ok(Ext::Return(self.ret(f, 0)?));
+                }
+                let data = self.mem.read_at(id, 0, size.min(n));
+                self.write_mem(a, &data, acc, false, false)?;
+                self.mem.kill(id);
+                Ok(Ext::Return(self.ret(f, a as i128)?))
+            }
+            "free" | "cfree" => {
+                let p = self.ptr_arg(vals, 0)?;
+                if p != 0 {
+                    let (id, _) = self.heap_block(p)?;
+                    self.mem.kill(id);
+                }
+                ok(self)
+            }
+            "memset" => {
+                let p = self.ptr_arg(vals, 0)?;
+                let c = self.int_arg(vals, 1)? as u8;
+                let n = self.int_arg(vals, 2)? as u64;
+                if n > MAX_OBJECT {
+                    return Err(Stop::new("memset out of bounds"));
+                }
+                self.write_mem(p, &vec![c; n as usize], acc, true, false)?;
+                Ok(Ext::Return(self.ret(f, p as i128)?))
+            }
+            "bzero" | "explicit_bzero" => {
+                let p = self.ptr_arg(vals, 0)?;
+                let n = self.int_arg(vals, 1)? as u64;
+                if n > MAX_OBJECT {
+                    return Err(Stop::new("bzero out of bounds"));
+                }
+                self.write_mem(p, &vec![0; n as usize], acc, true, false)?;
+                ok(self)
+            }
+            "memcpy" | "memmove" | "mempcpy" => {
+                let d = self.ptr_arg(vals, 0)?;
+                let s = self.ptr_arg(vals, 1)?;
+                let n = self.int_arg(vals, 2)? as u64;
+                if n > MAX_OBJECT {
+                    return Err(Stop::new("copy out of bounds"));
+                }
+                let data = self.read_mem(s, n, acc, true)?;
+                self.write_mem(d, &data, acc, true, false)?;
+                let r = if name == "mempcpy" { d + n } else { d };
+                Ok(Ext::Return(self.ret(f, r as i128)?))
+            }
+            "strcpy" | "stpcpy" => {
+                let d = self.ptr_arg(vals, 0)?;
+                let s = self.ptr_arg(vals, 1)?;
+                let n = self.strlen_at(s, None)?;
+                let data = self.read_mem(s, n + 1, acc, true)?;
+                self.write_mem(d, &data, acc, true, false)?;
+                let r = if name == "stpcpy" { d + n } else { d };
+                Ok(Ext::Return(self.ret(f, r as i128)?))
+            }
+            "strncpy" => {
+                let d = self.ptr_arg(vals, 0)?;
+                let s = self.ptr_arg(vals, 1)?;
+                let n = self.int_arg(vals, 2)? as u64;
+                if n > MAX_OBJECT {
+                    return Err(Stop::new("strncpy out of bounds"));
+                }
+                let l = self.strlen_at(s, Some(n))?;
+                let mut data = self.read_mem(s, (l + 1).min(n), acc, true)?;
+                data.resize(n as usize, 0);
+                self.write_mem(d, &data, acc, true, false)?;
+                Ok(Ext::Return(self.ret(f, d as i128)?))
+            }
+            "strcat" | "strncat" => {
+                let d = self.ptr_arg(vals, 0)?;
+                let s = self.ptr_arg(vals, 1)?;
+                let limit = if name == "strncat" {
+                    Some(self.int_arg(vals, 2)? as u64)
+                } else {
+                    None
+                };
+                let dl = self.strlen_at(d, None)?;
+                self.read_mem(d, dl + 1, acc, true)?;
+                let sl = self.strlen_at(s, limit)?;
+                let mut data = self.read_mem(s, sl, acc, true)?;
+                data.push(0);
+                self.write_mem(d + dl, &data, acc, true, false)?;
+                Ok(Ext::Return(self.ret(f, d as i128)?))
+            }
+            "strlen" | "strnlen" => {
+                let s = self.ptr_arg(vals, 0)?;
+                let limit = if name == "strnlen" {
+                    Some(self.int_arg(vals, 1)? as u64)
+                } else {
+                    None
+                };
+                let n = self.strlen_at(s, limit)?;
+                let touched = if limit.is_some_and(|l| n >= l) {
+                    n
+                } else {
+                    n + 1
+                };
+                self.read_mem(s, touched, acc, true)?;
+                Ok(Ext::Return(self.ret(f, n as i128)?))
+            }
+            "strcmp" | "strncmp" | "memcmp" => {
+                let a = self.ptr_arg(vals, 0)?;
+                let b = self.ptr_arg(vals, 1)?;
+                let (x, y) = if name == "memcmp" {
+                    let n = self.int_arg(vals, 2)? as u64;
+                    (
+                        self.read_mem(a, n, acc, true)?,
+                        self.read_mem(b, n, acc, true)?,
+                    )
+                } else {
+                    let limit = if name == "strncmp" {
+                        Some(self.int_arg(vals, 2)? as u64)
+                    } else {
+                        None
+                    };
+                    let la = self.strlen_at(a, limit)?;
+                    let lb = self.strlen_at(b, limit)?;
+                    let full = |l: u64| {
+                        if limit.is_some_and(|m| l >= m) {
+                            l
+                        } else {
+                            l + 1
+                        }
+                    };
+                    (
+                        self.read_mem(a, full(la), acc, true)?,
+                        self.read_mem(b, full(lb), acc, true)?,
+                    )
+                };
+                let r = match x.cmp(&y) {
+                    std::cmp::Ordering::Less => -1,
+                    std::cmp::Ordering::Equal => 0,
+                    std::cmp::Ordering::Greater => 1,
+                };
+                Ok(Ext::Return(self.ret(f, r)?))
+            }
+            "strchr" | "strrchr" => {
+                let s = self.ptr_arg(vals, 0)?;
+                let c = self.int_arg(vals, 1)? as u8;
+                let n = self.strlen_at(s, None)?;
+                let data = self.read_mem(s, n + 1, acc, true)?;
+                let pos = if name == "strchr" {
+                    data.iter().position(|b| *b == c)
+                } else {
+                    data.iter().rposition(|b| *b == c)
+                };
+                Ok(Ext::Return(
+                    self.ret(f, pos.map_or(0, |i| (s + i as u64) as i128))?,
+                ))
+            }
+            "strdup" => {
+                let s = self.ptr_arg(vals, 0)?;
+                let n = self.strlen_at(s, None)?;
+                let data = self.read_mem(s, n + 1, acc, true)?;
+                let a = self.heap_alloc(n + 1, acc)?;
+                if a != 0 {
+                    self.write_mem(a, &data, acc, false, false)?;
+                }
+                Ok(Ext::Return(self.ret(f, a as i128)?))
+            }
+            "abs" | "labs" | "llabs" => {
+                let v = self.int_arg(vals, 0)?;
+                // abs of the most negative value is undefined.
+                if let Some(Repr::Int { bits, .. }) =
+                    vals.first().and_then(|(_, t)| self.repr(*t).ok())
+                    && bits < 128
+                    && v == -(1i128 << (bits - 1))
+                {
+                    return Err(Stop::new("abs overflow"));
+                }
+                Ok(Ext::Return(self.ret(f, v.abs())?))
+            }
+            "printf" | "vprintf" | "puts" | "putchar" | "perror" => {
+                match name {
+                    "printf" => self.format_reads(vals, 0, acc)?,
+                    "puts" | "perror" => {
+                        let s = self.ptr_arg(vals, 0)?;
+                        if s != 0 {
+                            let n = self.strlen_at(s, None)?;
+                            self.read_mem(s, n + 1, acc, true)?;
+                        }
+                    }
+                    "vprintf" => return Err(Stop::new("vprintf")),
+                    _ => {}
+                }
+                let r = if name == "putchar" {
+                    self.int_arg(vals, 0)? & 0xFF
+                } else {
+                    -1
+                };
+                Ok(Ext::Return(self.ret(f, r)?))
+            }
+            "fprintf" | "fputs" | "fflush" | "fputc" | "putc" => {
+                match name {
+                    "fprintf" => self.format_reads(vals, 1, acc)?,
+                    "fputs" => {
+                        let s = self.ptr_arg(vals, 0)?;
+                        let n = self.strlen_at(s, None)?;
+                        self.read_mem(s, n + 1, acc, true)?;
+                    }
+                    _ => {}
+                }
+                Ok(Ext::Return(self.ret(f, -1)?))
+            }
+            "rand" | "random" => {
+                let v = self.next_nondet(tid).rem_euclid(1 << 31);
+                Ok(Ext::Return(self.ret(f, v)?))
+            }
+            "srand"
+            | "srandom"
+            | "sleep"
+            | "usleep"
+            | "sched_yield"
+            | "pthread_yield"
+            | "thrd_yield"
+            | "pthread_detach"
+            | "thrd_detach"
+            | "pthread_mutexattr_destroy"
+            | "pthread_cond_init"
+            | "pthread_cond_destroy"
+            | "pthread_condattr_init"
+            | "pthread_condattr_destroy"
+            | "pthread_barrierattr_init"
+            | "pthread_barrierattr_destroy"
+            | "pthread_barrier_destroy"
+            | "pthread_rwlockattr_init"
+            | "pthread_rwlockattr_destroy"
+            | "pthread_key_delete"
+            | "sem_destroy"
+            | "cnd_init"
+            | "cnd_destroy"
+            | "tss_delete"
+            | "expect"
+            | "pthread_setname_np"
+            | "prefetch" => {
+                if name == "expect" {
+                    let v = self.int_arg(vals, 0)?;
+                    return Ok(Ext::Return(self.ret(f, v)?));
+                }
+                ok(self)
+            }
+            n if n.starts_with("pthread_attr_")
+                && !n.starts_with("pthread_attr_get")
+                && n != "pthread_attr_setaffinity_np" =>
+            {
+                ok(self)
+            }
+            "time" => {
+                let t = 1_700_000_000i128;
+                let p = self.ptr_arg(vals, 0)?;
+                if p != 0 {
+                    let size = self.p.types.size_of(self.p.types.common.long).unwrap_or(8);
+                    let bytes = value::encode(&Val::Int(t as u128), Repr::Ptr { bits: 128 }, size)?;
+                    self.write_mem(p, &bytes, acc, false, false)?;
+                }
+                Ok(Ext::Return(self.ret(f, t)?))
+            }
+            "ffs" | "ffsl" | "ffsll" => {
+                let v = self.int_arg(vals, 0)?;
+                let bits = match vals.first().map(|(_, t)| self.repr(*t)) {
+                    Some(Ok(Repr::Int { bits, .. })) => bits,
+                    _ => 32,
+                };
+                let x = trunc(v as u128, bits);
+                let r = if x == 0 {
+                    0
+                } else {
+                    x.trailing_zeros() as i128 + 1
+                };
+                Ok(Ext::Return(self.ret(f, r)?))
+            }
+            "getpid" | "gettid" => Ok(Ext::Return(self.ret(f, 4242 + tid as i128)?)),
+            "pthread_self" | "thrd_current" => Ok(Ext::Return(self.ret(f, tid as i128 + 1)?)),
+            "pthread_equal" | "thrd_equal" => {
+                let a = self.int_arg(vals, 0)?;
+                let b = self.int_arg(vals, 1)?;
+                Ok(Ext::Return(self.ret(f, i128::from(a == b))?))
+            }
+            "pthread_mutex_init" | "mtx_init" | "pthread_spin_init" | "pthread_rwlock_init" => {
+                let m = self.sync_arg(vals, 0)?;
+                let kind = if name == "pthread_mutex_init" {
+                    let a = self.ptr_arg(vals, 1)?;
+                    self.sync.attrs.get(&a).copied().unwrap_or_default()
+                } else if name == "mtx_init" {
+                    if self.int_arg(vals, 1)? & 1 != 0 {
+                        MutexKind::Recursive
+                    } else {
+                        MutexKind::Normal
+                    }
+                } else {
+                    MutexKind::Normal
+                };
+                if self.sync.locks.get(&m).is_some_and(|l| l.writer.is_some()) {
+                    return Err(Stop::new("initialisation of a held lock"));
+                }
+                self.sync.locks.insert(
+                    m,
+                    sync::Lock {
+                        kind,
+                        ..sync::Lock::default()
+                    },
+                );
+                ok(self)
+            }
+            "pthread_mutex_destroy"
+            | "mtx_destroy"
+            | "pthread_spin_destroy"
+            | "pthread_rwlock_destroy" => {
+                let m = self.sync_arg(vals, 0)?;
+                if self
+                    .sync
+                    .locks
+                    .get(&m)
+                    .is_some_and(|l| l.writer.is_some() || !l.readers.is_empty())
+                {
+                    return Err(Stop::new("destruction of a held lock"));
+                }
+                ok(self)
+            }
+            "pthread_mutexattr_init" => {
+                let a = self.sync_arg(vals, 0)?;
+                self.sync.attrs.insert(a, MutexKind::Normal);
+                ok(self)
+            }
+            "pthread_barrier_init" => {
+                let b = self.sync_arg(vals, 0)?;
+                let n = self.int_arg(vals, 2)?;
+                if n <= 0 || n > u32::MAX as i128 {
+                    return Ok(Ext::Return(self.ret(f, 22)?));
+                }
+                self.sync.barriers.insert(
+                    b,
+                    sync::Barrier {
+                        count: n as u32,
+                        waiting: 0,
+                    },
+                );
+                ok(self)
+            }
+            "sem_init" => {
+                let s = self.sync_arg(vals, 0)?;
+                let v = self.int_arg(vals, 2)?;
+                if v < 0 {
+                    return Err(Stop::new("negative semaphore value"));
+                }
+                self.sync.sems.insert(s, v as u64);
+                ok(self)
+            }
+            "sem_getvalue" => {
+                let s = self.ptr_arg(vals, 0)?;
+                let v = *self
+                    .sync
+                    .sems
+                    .get(&s)
+                    .ok_or_else(|| Stop::new("uninitialised semaphore"))?;
+                let p = self.ptr_arg(vals, 1)?;
+                let bytes = value::encode(&Val::Int(v as u128), Repr::Ptr { bits: 128 }, 4)?;
+                self.write_mem(p, &bytes, acc, false, false)?;
+                ok(self)
+            }
+            "pthread_key_create" | "tss_create" => {
+                let k = self.ptr_arg(vals, 0)?;
+                let dtor = self.ptr_arg(vals, 1)? != 0;
+                let key = self.sync.keys.len() as u128;
+                self.sync.keys.push(dtor);
+                let size = self
+                    .pointee_of(args.first())
+                    .and_then(|t| self.p.types.size_of(t))
+                    .filter(|s| *s > 0 && *s <= 8)
+                    .unwrap_or(4);
+                let bytes = value::encode(&Val::Int(key), Repr::Ptr { bits: 128 }, size)?;
+                self.write_mem(k, &bytes, acc, false, false)?;
+                ok(self)
+            }
+            "pthread_getspecific" | "tss_get" => {
+                let k = self.int_arg(vals, 0)? as u64;
+                let v = self.threads[tid]
+                    .specific
+                    .iter()
+                    .find(|(x, _)| *x == k)
+                    .map_or(0, |(_, v)| *v);
+                Ok(Ext::Return(self.ret(f, v as i128)?))
+            }
+            "pthread_setspecific" | "tss_set" => {
+                let k = self.int_arg(vals, 0)? as u64;
+                if k as usize >= self.sync.keys.len() {
+                    return Err(Stop::new("unknown thread-specific data key"));
+                }
+                let v = match vals.get(1) {
+                    Some((Val::Int(x), _)) => *x,
+                    _ => 0,
+                };
+                let sp = &mut self.threads[tid].specific;
+                sp.retain(|(x, _)| *x != k);
+                sp.push((k, v));
+                ok(self)
+            }
+            _ => {
+                tracing::debug!(function = name, "unknown function");
+                Err(Stop::new("call of an unknown function"))
+            }
+        }
+    }
+
+    /// Records the reads `printf`-style functions make: the format string and every string a
+    /// `%s` conversion prints. `fmt` is the index of the format argument.
+    fn format_reads(
+        &mut self,
+        vals: &[(Val, TypeId)],
+        fmt: usize,
+        acc: &mut Acc,
+    ) -> Result<(), Stop> {
+        let s = self.ptr_arg(vals, fmt)?;
+        let n = self.strlen_at(s, None)?;
+        let text = self.read_mem(s, n + 1, acc, true)?;
+        let mut next = fmt + 1;
+        let mut i = 0;
+        while i < text.len() {
+            if text[i] != b'%' {
+                i += 1;
+                continue;
+            }
+            i += 1;
+            // Flags, width, precision, length; `*` takes an argument.
+            let mut precision: Option<u64> = None;
+            let mut in_precision = false;
+            while i < text.len() {
+                let c = text[i];
+                match c {
+                    b'*' => {
+                        let v = self.int_arg(vals, next)?;
+                        next += 1;
+                        if in_precision {
+                            precision = (v >= 0).then_some(v as u64);
+                        }
+                    }
+                    b'.' => {
+                        in_precision = true;
+                        precision = Some(0);
+                    }
+                    b'0'..=b'9' if in_precision => {
+                        precision = Some(precision.unwrap_or(0) * 10 + (c - b'0') as u64);
+                    }
+                    b'-'
+                    | b'+'
+                    | b' '
+                    | b'#'
+                    | b'0'..=b'9'
+                    | b'h'
+                    | b'l'
+                    | b'j'
+                    | b'z'
+                    | b't'
+                    | b'L'
+                    | b'q'
+                    | b'\'' => {}
+                    _ => break,
+                }
+                i += 1;
+            }
+            let Some(&conv) = text.get(i) else { break };
+            i += 1;
+            match conv {
+                b'%' => {}
+                b's' => {
+                    let p = self.ptr_arg(vals, next)?;
+                    next += 1;
+                    if p == 0 {
+                        return Err(Stop::new("printf of a null string"));
+                    }
+                    let l = self.strlen_at(p, precision)?;
+                    let touched = if precision.is_some_and(|m| l >= m) {
+                        l
+                    } else {
+                        l + 1
+                    };
+                    self.read_mem(p, touched, acc, true)?;
+                }
+                b'n' => return Err(Stop::new("printf %n")),
+                b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b'p' | b'e' | b'E' | b'f'
+                | b'F' | b'g' | b'G' | b'a' | b'A' => {
+                    if vals.get(next).is_none() {
+                        return Err(Stop::new("printf with too few arguments"));
+                    }
+                    next += 1;
+                }
+                _ => return Err(Stop::new("unknown printf conversion")),
+            }
+        }
+        Ok(())
+    }
+}
