@@ -932,6 +932,11 @@ impl Machine<'_> {
                 let v = self.next_nondet(tid).rem_euclid(1 << 31);
                 Ok(Ext::Return(self.ret(f, v)?))
             }
+            // Input from outside: any character or EOF (C11 §7.21.7.6).
+            "getchar" => {
+                let v = self.next_nondet(tid).rem_euclid(257) - 1;
+                Ok(Ext::Return(self.ret(f, v)?))
+            }
             "srand"
             | "srandom"
             | "sleep"
