@@ -15,8 +15,9 @@
 //!    string, statement) and the per-thread context graph.
 //! 6. [`lockset`] and [`mhp`]: locksets and active threads per context, both solved by the
 //!    generic engine of [`dataflow`].
-//! 7. [`races`]: accesses, escape, the access-state machine and may/must race classification.
-//! 8. [`pipeline`] runs 3–7 and decides the verdict; [`report`] renders JSON and text.
+//! 7. [`races`]: accesses, escape, the access-state machine and may/must race classification;
+//!    [`deadlocks`]: the lock-order graph from the locksets, its cycles and double locks.
+//! 8. [`pipeline`] runs 3–7 and decides the verdict; [`report`] renders JSON, text and SARIF.
 //!
 //! Shared utilities: [`stats`] (time and peak memory of a run).
 
@@ -24,6 +25,7 @@ pub mod backend;
 pub mod changes;
 pub mod context;
 pub mod dataflow;
+pub mod deadlocks;
 pub mod frontend;
 pub mod ir;
 pub mod lockset;
