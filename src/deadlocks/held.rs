@@ -27,7 +27,10 @@
 //!   (`notes/deadlock.md` §1): a parameter that reaches a lock call (directly, as `&p->f`, or
 //!   through further wrappers) and is never written gets, on entry, the locks its argument
 //!   designates in the caller (or the caller's own binding), so nested lock wrappers resolve
-//!   their lock per call chain whatever the context depth.
+//!   their lock per call chain whatever the context depth;
+//! - a path that enters a function through a call with several possible callees (a function
+//!   pointer the backend resolves to more than one function) is marked: its acquisitions there
+//!   give no edge (the callee may never run there).
 
 use super::kinds::MutexTypes;
 use crate::backend::{Backend, PointsTo};
@@ -37,7 +40,7 @@ use crate::ir::{Callee, Edge, EdgeId, Expr, ExprKind, FuncId, LocalId, Lval, Op,
 use crate::lockset::{LockId, LockKey, LockTable};
 use crate::model::{LockKind, LockMode, Role, Roles};
 use crate::threads::ThreadGraph;
-use racedar_domains::Merge;
+use racedar_domains::{Merge, SmallSet};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -63,7 +66,7 @@ pub struct Site {
 /// A surely held lock and the call that took it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Entry {
-    /// The lock ([`LockId::UNKNOWN`] for a lock whose address is unknown).
+    /// The lock (a known one: unknown locks are only counted).
     pub lock: LockId,
     /// Read or write.
     pub mode: LockMode,
@@ -98,13 +101,20 @@ struct Tag {
 /// unlock of an unknown lock).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct HeldFact {
-    /// Surely held; sorted. A lock may have several entries (several sites after a merge).
+    /// Surely held known locks; sorted. A lock may have several entries (several sites after a
+    /// merge).
     held: SmallVec<[Entry; 2]>,
-    /// Possibly held (inert: no edge, no double lock); sorted, disjoint from `held`.
-    maybe: SmallVec<[Entry; 1]>,
+    /// How many unknown locks are surely held ([`MAX_DEPTH`]: at least that many).
+    unknown: u8,
+    /// Known locks possibly but not surely held (inert: no edge, no double lock).
+    maybe: SmallSet<LockId>,
     tags: SmallVec<[Tag; 1]>,
     /// The locks the current function's lock parameters designate; sorted by parameter.
     binds: SmallVec<[Bind; 1]>,
+    /// The path entered a function through a call with several possible callees (a function
+    /// pointer the backend could not resolve to one function): what it does there may not
+    /// happen at all.
+    via_pointer: bool,
 }
 
 /// A lock parameter bound to the locks its argument designated.
@@ -115,9 +125,24 @@ struct Bind {
 }
 
 impl HeldFact {
-    /// The surely held locks with the calls that took them.
+    /// The surely held known locks with the calls that took them.
     pub fn entries(&self) -> &[Entry] {
         &self.held
+    }
+
+    /// Known locks possibly but not surely held.
+    pub fn maybe(&self) -> &SmallSet<LockId> {
+        &self.maybe
+    }
+
+    /// How many unknown locks are surely held ([`MAX_DEPTH`]: at least that many).
+    pub fn unknown(&self) -> u8 {
+        self.unknown
+    }
+
+    /// Whether the path entered a callee of an ambiguous function-pointer call.
+    pub fn via_pointer(&self) -> bool {
+        self.via_pointer
     }
 
     /// Whether `l` is surely held.
@@ -129,20 +154,12 @@ impl HeldFact {
         if let Err(i) = self.held.binary_search(&e) {
             self.held.insert(i, e);
         }
-        self.maybe.retain(|x| *x != e);
+        self.maybe.remove(&e.lock);
     }
 
-    fn insert_maybe(&mut self, e: Entry) {
-        if self.held.binary_search(&e).is_err()
-            && let Err(i) = self.maybe.binary_search(&e)
-        {
-            self.maybe.insert(i, e);
-        }
-    }
-
-    /// Whether `e` is an entry, sure or possible.
-    fn knows(&self, e: &Entry) -> bool {
-        self.held.binary_search(e).is_ok() || self.maybe.binary_search(e).is_ok()
+    /// Whether `l` is held, surely or possibly.
+    fn knows(&self, l: LockId) -> bool {
+        self.maybe.contains(&l) || self.holds(l)
     }
 
     fn set_tag(&mut self, t: Tag) {
@@ -165,21 +182,25 @@ impl Merge for HeldFact {
         let Some(first) = facts.first() else {
             return HeldFact::default();
         };
-        let mut out = HeldFact::default();
-        for e in &first.held {
-            if facts.iter().all(|f| f.holds(e.lock)) {
-                for f in facts {
-                    for x in f.held.iter().filter(|x| x.lock == e.lock) {
-                        out.insert(*x);
+        let mut out = HeldFact {
+            unknown: facts.iter().map(|f| f.unknown).min().unwrap_or(0),
+            via_pointer: facts.iter().any(|f| f.via_pointer),
+            ..HeldFact::default()
+        };
+        for f in facts {
+            for e in &f.held {
+                if facts.iter().all(|g| g.holds(e.lock)) {
+                    if let Err(i) = out.held.binary_search(e) {
+                        out.held.insert(i, *e);
                     }
+                } else {
+                    out.maybe.insert(e.lock);
                 }
             }
+            out.maybe = out.maybe.union(&f.maybe);
         }
-        for f in facts {
-            for e in f.held.iter().chain(&f.maybe) {
-                out.insert_maybe(*e);
-            }
-        }
+        let sure: SmallVec<[LockId; 4]> = out.held.iter().map(|e| e.lock).collect();
+        out.maybe.retain(|l| !sure.contains(l));
         // Bindings all facts agree on (the others fall back to the backend's values).
         out.binds = first
             .binds
@@ -193,14 +214,18 @@ impl Merge for HeldFact {
     fn covers(&self, o: &HeldFact) -> bool {
         self == o
             || (self.tags.is_empty()
+                && (self.via_pointer || !o.via_pointer)
+                && self.unknown <= o.unknown
                 && self.binds.iter().all(|b| o.binds.contains(b))
                 && self.held.iter().all(|e| o.holds(e.lock))
-                && o
-                    .held
-                    .iter()
-                    .filter(|e| self.holds(e.lock))
-                    .all(|e| self.held.binary_search(e).is_ok())
-                && o.held.iter().chain(&o.maybe).all(|e| self.knows(e)))
+                && o.maybe.iter().all(|l| self.knows(*l))
+                && o.held.iter().all(|e| {
+                    if self.holds(e.lock) {
+                        self.held.binary_search(e).is_ok()
+                    } else {
+                        self.maybe.contains(&e.lock)
+                    }
+                }))
     }
 }
 
@@ -371,12 +396,13 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
     /// normal mutex waits forever, a trylock of one fails).
     fn acquire(&self, fact: &HeldFact, l: LockId, mode: LockMode, site: Site) -> Option<HeldFact> {
         let mut f = fact.clone();
-        // Unknown locks are told apart by their lock call only.
-        let same = |e: &Entry| e.lock == l && (l != LockId::UNKNOWN || e.site == site);
-        let held: SmallVec<[usize; 2]> = (0..f.held.len()).filter(|&i| same(&f.held[i])).collect();
+        if l == LockId::UNKNOWN {
+            f.unknown = (f.unknown + 1).min(MAX_DEPTH);
+            return Some(f);
+        }
+        let held: SmallVec<[usize; 2]> = (0..f.held.len()).filter(|&i| f.held[i].lock == l).collect();
         if held.is_empty() {
             // Paths where it was possibly held either wait forever or did not hold it.
-            f.maybe.retain(|e| !same(e));
             f.insert(Entry {
                 lock: l,
                 mode,
@@ -387,7 +413,7 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
         }
         let conflict =
             mode == LockMode::Write || held.iter().any(|&i| f.held[i].mode == LockMode::Write);
-        if conflict && l != LockId::UNKNOWN && !self.types.may_be_special(self.table, l) {
+        if conflict && !self.types.may_be_special(self.table, l) {
             return None;
         }
         for i in held {
@@ -401,7 +427,7 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
     /// The facts after releasing `l` once.
     fn release(fact: &HeldFact, l: LockId, out: &mut Vec<HeldFact>) {
         let mut f = fact.clone();
-        f.maybe.retain(|e| e.lock != l);
+        f.maybe.remove(&l);
         if !f.holds(l) {
             out.push(f);
             return;
@@ -509,28 +535,20 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
                 }
             }
             Targets::Unknown => {
-                // The most recent unknown lock (the last site in the sorted entries is as good a
-                // guess as any: they are all unknown), else nothing is surely held any more.
-                match fact.held.iter().rposition(|e| e.lock == LockId::UNKNOWN) {
-                    Some(i) => {
-                        let mut f = fact.clone();
-                        if f.held[i].depth > 1 && f.held[i].depth < MAX_DEPTH {
-                            f.held[i].depth -= 1;
-                        } else if f.held[i].depth == 1 {
-                            f.held.remove(i);
-                        }
-                        f.held.sort();
-                        out.push(f);
+                let mut f = fact.clone();
+                if f.unknown > 0 {
+                    // An unknown lock is held: assume this releases it (at the maximum count,
+                    // at least as many stay held).
+                    if f.unknown < MAX_DEPTH {
+                        f.unknown -= 1;
                     }
-                    None => {
-                        // It may release any of them.
-                        let mut f = fact.clone();
-                        for e in std::mem::take(&mut f.held) {
-                            f.insert_maybe(e);
-                        }
-                        out.push(f);
+                } else {
+                    // It may release any of them.
+                    for e in std::mem::take(&mut f.held) {
+                        f.maybe.insert(e.lock);
                     }
                 }
+                out.push(f);
             }
         }
     }
@@ -566,8 +584,13 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
                     match t.kind {
                         TagKind::Acquired => {
                             if !success {
-                                f.held.retain(|e| (e.lock, e.site) != (t.lock, t.site));
-                                f.maybe.retain(|e| (e.lock, e.site) != (t.lock, t.site));
+                                if t.lock == LockId::UNKNOWN {
+                                    if f.unknown > 0 && f.unknown < MAX_DEPTH {
+                                        f.unknown -= 1;
+                                    }
+                                } else {
+                                    f.held.retain(|e| (e.lock, e.site) != (t.lock, t.site));
+                                }
                             }
                         }
                         TagKind::TryOk if !success => return,
@@ -630,6 +653,9 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
     ) -> HeldFact {
         let mut f = fact.clone();
         f.binds.clear();
+        if self.tc.callees(at.ctx, at.edge).len() > 1 {
+            f.via_pointer = true;
+        }
         let (Some(ps), Op::Call { args, .. }) = (self.params.get(&target.func), &edge.op) else {
             return f;
         };
@@ -659,6 +685,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
     ) -> HeldFact {
         let mut f = exit.clone();
         f.binds = pre.binds.clone();
+        f.via_pointer = pre.via_pointer;
         // The callee's locals are gone.
         f.tags.retain(|t| t.func != target.func);
         if let Op::Call { dest, .. } = &edge.op {
@@ -695,19 +722,25 @@ pub struct LockOrderResult {
 pub type LockParams = FxHashMap<FuncId, SmallVec<[(usize, LocalId); 2]>>;
 
 impl LockOrderResult {
-    /// Runs the analysis on every thread, interning lock identities in `table`.
+    /// Runs the analysis on every thread for which `needed` holds (the others get no
+    /// acquisition), interning lock identities in `table`.
     pub fn compute<'p, B: Backend<'p>>(
         program: &'p Program,
         roles: &Roles,
         backend: &B,
         graph: &ThreadGraph,
-        table: &mut LockTable,
-        types: &MutexTypes,
+        (table, types): (&mut LockTable, &MutexTypes),
+        needed: &dyn Fn(crate::context::ThreadId) -> bool,
     ) -> LockOrderResult {
         let params = lock_params(program, roles);
         let mut acquisitions = Vec::with_capacity(graph.contexts.len());
         let mut complete = Vec::with_capacity(graph.contexts.len());
         for tc in &graph.contexts {
+            if !needed(tc.thread) {
+                acquisitions.push(Vec::new());
+                complete.push(true);
+                continue;
+            }
             let mut a = LockOrder {
                 program,
                 roles,

@@ -157,8 +157,14 @@ impl cycles::Edge for Trace {
 /// What is known at one acquisition (a blocking lock call of a thread's context).
 struct AcqFacts {
     active: ActiveAt,
-    /// The lockset analysis's may-lockset before the call.
+    /// The locks possibly held on the paths that take the lock: the lock-order analysis's
+    /// (an unknown lock when one may be held), and the lockset analysis's locks of other kinds
+    /// (atomic sections, once-locks, semaphores).
     may: SmallSet<Held>,
+    /// The lockset analysis's must-lockset before the call (every kind of lock).
+    must: SmallSet<Held>,
+    /// Locks taken (write mode) earlier on every path of the thread (lock history).
+    hist: SmallSet<LockId>,
     /// A certain path of a certainly created thread reaches it and the analysis completed.
     certain: bool,
 }
@@ -176,13 +182,14 @@ pub fn detect<'p, B: Backend<'p>>(
         inp.graph,
         &mut locksets.table,
     );
+    let needed = threads_with_nested_locking(program, inp.roles, inp.graph, locksets);
     let order = LockOrderResult::compute(
         program,
         inp.roles,
         inp.backend,
         inp.graph,
-        &mut locksets.table,
-        &types,
+        (&mut locksets.table, &types),
+        &|t| needed.contains(&t),
     );
     let locksets: &LocksetResult = locksets;
     let tf = inp.thread_facts;
@@ -192,6 +199,19 @@ pub fn detect<'p, B: Backend<'p>>(
         FxHashSet::default();
     let mut doubles: Vec<(Step, bool, usize)> = Vec::new();
     let mut acqs: Vec<AcqFacts> = Vec::new();
+    // The locks the lock-order analysis knows as mutexes (the lockset's other locks are
+    // semaphores, once-locks, atomic sections).
+    let mutexes: FxHashSet<LockId> = order
+        .acquisitions
+        .iter()
+        .flatten()
+        .flat_map(|a| {
+            a.locks
+                .iter()
+                .copied()
+                .chain(a.fact.entries().iter().map(|e| e.lock))
+        })
+        .collect();
     for (ti, list) in order.acquisitions.iter().enumerate() {
         let thread = ThreadId(ti as u32);
         let tc = inp.graph.contexts(thread);
@@ -218,34 +238,69 @@ pub fn detect<'p, B: Backend<'p>>(
                 ctx: site.ctx,
                 node,
             });
-            let at = acqs.len();
-            acqs.push(AcqFacts {
-                certain: thread_certain && active.certain,
-                active,
-                may: locksets
-                    .at(thread, site.ctx, node)
-                    .map(|l| l.may)
-                    .unwrap_or_default(),
-            });
-            let must_held = |l: LockId| group.iter().all(|a| a.fact.holds(l));
-            for acq in group {
-                let f = &acq.fact;
-                let mode = acq.mode;
-                let single = acq.locks.len() == 1;
-                let guards: SmallSet<Held> = f
-                    .entries()
+            let ls = locksets.at(thread, site.ctx, node).unwrap_or_default();
+            let others: SmallSet<Held> = ls
+                .may
+                .iter()
+                .filter(|h| h.lock != LockId::UNKNOWN && !mutexes.contains(&h.lock))
+                .copied()
+                .collect();
+            let mut requested: Vec<LockId> = group
+                .iter()
+                .filter(|a| !a.fact.via_pointer())
+                .flat_map(|a| a.locks.iter().copied())
+                .collect();
+            requested.sort();
+            requested.dedup();
+            for l in requested {
+                // The classes of paths that take `l` here.
+                let facts: Vec<&held::Acquisition> = group
                     .iter()
-                    .filter(|e| e.lock != LockId::UNKNOWN)
-                    .map(|e| Held {
-                        lock: e.lock,
-                        mode: e.mode,
-                    })
+                    .filter(|a| !a.fact.via_pointer() && a.locks.contains(&l))
                     .collect();
-                for &l in &acq.locks {
+                let mut may = others.clone();
+                for a in &facts {
+                    for e in a.fact.entries() {
+                        may.insert(Held {
+                            lock: e.lock,
+                            mode: e.mode,
+                        });
+                    }
+                    for m in a.fact.maybe().iter() {
+                        may.insert(Held {
+                            lock: *m,
+                            mode: LockMode::Write,
+                        });
+                    }
+                    if a.fact.unknown() > 0 {
+                        may.insert(Held {
+                            lock: LockId::UNKNOWN,
+                            mode: LockMode::Write,
+                        });
+                    }
+                }
+                let at = acqs.len();
+                acqs.push(AcqFacts {
+                    certain: thread_certain && active.certain,
+                    active: active.clone(),
+                    may,
+                    must: ls.must.clone(),
+                    hist: ls.hist.clone(),
+                });
+                let must_held = |x: LockId| facts.iter().all(|a| a.fact.holds(x));
+                for acq in &facts {
+                    let f = &acq.fact;
+                    let mode = acq.mode;
+                    let single = acq.locks.len() == 1;
+                    let guards: SmallSet<Held> = f
+                        .entries()
+                        .iter()
+                        .map(|e| Held {
+                            lock: e.lock,
+                            mode: e.mode,
+                        })
+                        .collect();
                     for h in f.entries() {
-                        if h.lock == LockId::UNKNOWN {
-                            continue;
-                        }
                         if h.lock == l {
                             let conflict = h.mode == LockMode::Write || mode == LockMode::Write;
                             if conflict && !types.may_be_special(&locksets.table, l) {
@@ -352,6 +407,42 @@ pub fn detect<'p, B: Backend<'p>>(
     }
 }
 
+/// The threads that may hold a lock at some reachable blocking lock call, by the lockset
+/// analysis (its may-lockset over-approximates what the lock-order analysis holds): the others
+/// can give no trace and no double lock, so they need no lock-order analysis.
+fn threads_with_nested_locking(
+    program: &Program,
+    roles: &Roles,
+    graph: &ThreadGraph,
+    locksets: &LocksetResult,
+) -> FxHashSet<ThreadId> {
+    let mut out = FxHashSet::default();
+    for tc in &graph.contexts {
+        'thread: for c in tc.ids() {
+            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
+                continue;
+            };
+            for e in &cfg.edges {
+                let Some(crate::model::Role::Lock {
+                    kind: crate::model::LockKind::Blocking,
+                    ..
+                }) = roles.of_call(&e.op)
+                else {
+                    continue;
+                };
+                let held = locksets
+                    .at(tc.thread, c, e.src)
+                    .is_some_and(|l| l.may.iter().any(|h| h.lock != LockId::ATOMIC));
+                if held {
+                    out.insert(tc.thread);
+                    break 'thread;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// A lock call without its context (reports merge contexts).
 type CallKey = (FuncId, EdgeId);
 
@@ -438,13 +529,19 @@ impl Checks<'_> {
         if sets_may_share(&ax.may, &ay.may) {
             out.push(REASON_SHARED);
         }
-        let inh = |t: ThreadId| self.inherited.get(t.0 as usize);
-        if let (Some(ix), Some(iy)) = (inh(x.thread), inh(y.thread)) {
-            let xs = ix.ever.union(&ix.ancestral);
-            let ys = iy.ever.union(&iy.ancestral);
-            if sets_may_share(&ix.ancestral, &ys) || sets_may_share(&iy.ancestral, &xs) {
-                out.push(REASON_ANCESTRAL);
-            }
+        // A lock an ancestor held when creating the thread, taken by the thread before this
+        // step: the step waited for the ancestor's release, which may order it after the other.
+        let after_ancestor = |t: &Trace, a: &AcqFacts| {
+            self.inherited.get(t.thread.0 as usize).is_some_and(|i| {
+                i.ancestral.iter().any(|h| {
+                    h.lock == LockId::UNKNOWN
+                        || a.hist.contains(&h.lock)
+                        || t.guards.iter().any(|g| g.lock == h.lock)
+                })
+            })
+        };
+        if after_ancestor(x, ax) || after_ancestor(y, ay) {
+            out.push(REASON_ANCESTRAL);
         }
     }
 }
@@ -460,8 +557,9 @@ impl cycles::Tests for Checks<'_> {
         if !mhp::may_parallel(self.tf, x.thread, &ax.active, y.thread, &ay.active) {
             return false;
         }
-        // A gate lock both hold (or one holding the other's lock) keeps them apart.
-        !sets_exclude(&x.guards, &y.guards)
+        // A gate lock both hold (or one holding the other's lock) keeps them apart; so does
+        // any lock (a binary semaphore, an atomic section) the lockset analysis says both hold.
+        !sets_exclude(&x.guards, &y.guards) && !sets_exclude(&ax.must, &ay.must)
     }
 
     fn blocks(&self, a: usize, b: usize) -> bool {
