@@ -103,9 +103,24 @@ fn check_fixture(path: &Path) -> Vec<String> {
     let checks: [(&BTreeSet<u32>, &BTreeSet<u32>, bool, &str); 5] = [
         (&exp.must, &must_lines, true, "expected in a must deadlock"),
         (&exp.reported, &any_lines, true, "expected in some deadlock"),
-        (&exp.double, &double_lines, true, "expected in a double lock"),
-        (&exp.not_must, &must_lines, false, "reported in a must deadlock"),
-        (&exp.not_reported, &any_lines, false, "reported, expected no deadlock"),
+        (
+            &exp.double,
+            &double_lines,
+            true,
+            "expected in a double lock",
+        ),
+        (
+            &exp.not_must,
+            &must_lines,
+            false,
+            "reported in a must deadlock",
+        ),
+        (
+            &exp.not_reported,
+            &any_lines,
+            false,
+            "reported, expected no deadlock",
+        ),
     ];
     for (lines, got, wanted, what) in checks {
         for l in lines {

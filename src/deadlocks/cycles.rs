@@ -80,10 +80,7 @@ pub fn search<E: Edge>(traces: &[E], tests: &impl Tests) -> Search {
     let mut nodes: BTreeMap<LockId, NodeIndex> = BTreeMap::new();
     for &(a, b) in edges.keys() {
         for l in [a, b] {
-            if !nodes.contains_key(&l) {
-                let n = g.add_node(l);
-                nodes.insert(l, n);
-            }
+            nodes.entry(l).or_insert_with(|| g.add_node(l));
         }
     }
     for &(a, b) in edges.keys() {
@@ -116,7 +113,14 @@ pub fn search<E: Edge>(traces: &[E], tests: &impl Tests) -> Search {
         for &start in scc {
             let mut path = vec![start];
             let mut found_cycles: Vec<Vec<LockId>> = Vec::new();
-            elementary(start, &succ, &mut path, &mut found_cycles, &mut cycles, &mut out);
+            elementary(
+                start,
+                &succ,
+                &mut path,
+                &mut found_cycles,
+                &mut cycles,
+                &mut out,
+            );
             for cyc in found_cycles {
                 let per_edge: Vec<&[usize]> = (0..cyc.len())
                     .map(|i| {
@@ -126,10 +130,24 @@ pub fn search<E: Edge>(traces: &[E], tests: &impl Tests) -> Search {
                     .collect();
                 let mut must_found: Vec<Vec<usize>> = Vec::new();
                 let mut chosen = Vec::new();
-                combos(&per_edge, tests, true, &mut chosen, &mut must_found, &mut steps);
+                combos(
+                    &per_edge,
+                    tests,
+                    true,
+                    &mut chosen,
+                    &mut must_found,
+                    &mut steps,
+                );
                 let mut may_found: Vec<Vec<usize>> = Vec::new();
                 chosen.clear();
-                combos(&per_edge, tests, false, &mut chosen, &mut may_found, &mut steps);
+                combos(
+                    &per_edge,
+                    tests,
+                    false,
+                    &mut chosen,
+                    &mut may_found,
+                    &mut steps,
+                );
                 if steps > MAX_STEPS {
                     out.truncated = true;
                 }
@@ -282,9 +300,10 @@ mod tests {
 
     #[test]
     fn three_lock_cycle() {
+        // 2 -> 3 -> 4 -> 2 over three threads, and 2 -> 4 -> 2 over threads 0 and 2.
         let t = [E(2, 3, 0), E(3, 4, 1), E(4, 2, 2), E(2, 4, 0)];
         let s = search(&t, &ByThread(&t));
-        assert_eq!(s.found.len(), 1);
-        assert_eq!(s.found[0].traces, vec![0, 1, 2]);
+        let found: Vec<Vec<usize>> = s.found.iter().map(|f| f.traces.clone()).collect();
+        assert_eq!(found, vec![vec![0, 1, 2], vec![3, 2]]);
     }
 }

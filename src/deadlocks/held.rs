@@ -17,7 +17,8 @@
 //!   keeps the consistent one (path sensitivity through the result, as DeadlockF's
 //!   `-deadlock-retvals`): it blocks nobody, so it adds no edge, but a lock it took is held;
 //! - a blocking lock whose stored result is tested is not held on the branch where it failed
-//!   (`if (pthread_mutex_lock(&m) != 0) return -1;`);
+//!   (`if (pthread_mutex_lock(&m) != 0) return -1;`), also when a function returns the
+//!   result to its caller;
 //! - relocking a held normal mutex blocks forever: the path ends there (the double lock is
 //!   reported from the fact before it); a recursive (or possibly special, [`MutexTypes`]) mutex
 //!   counts its depth instead, up to [`MAX_DEPTH`];
@@ -74,6 +75,9 @@ pub struct Entry {
     pub site: Site,
     /// How often it is held (recursive mutexes, read locks; [`MAX_DEPTH`]: at least that).
     pub depth: u8,
+    /// The call had several candidate locks (this one is a guess among them, e.g. an array
+    /// element at a variable index).
+    pub multi: bool,
 }
 
 /// What a tested call result says about a lock call.
@@ -96,6 +100,9 @@ struct Tag {
     site: Site,
     kind: TagKind,
 }
+
+/// The pseudo-local of a function's return value (tags of a returned lock result).
+const RESULT: LocalId = LocalId(u32::MAX);
 
 /// The locks surely held on one class of paths, and those possibly held (after a merge or an
 /// unlock of an unknown lock).
@@ -163,8 +170,7 @@ impl HeldFact {
     }
 
     fn set_tag(&mut self, t: Tag) {
-        self.tags
-            .retain(|x| (x.func, x.local) != (t.func, t.local));
+        self.tags.retain(|x| (x.func, x.local) != (t.func, t.local));
         self.tags.push(t);
         self.tags.sort();
     }
@@ -380,7 +386,10 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
             for &l in &b.locks {
                 match self.table.key(l) {
                     LockKey::Addr(base, o) => {
-                        out.push(self.table.intern(LockKey::Addr(base, o.saturating_add(off))));
+                        out.push(
+                            self.table
+                                .intern(LockKey::Addr(base, o.saturating_add(off))),
+                        );
                     }
                     _ => return Targets::Unknown,
                 }
@@ -394,13 +403,20 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
 
     /// The fact after taking `l` (`None`: the path cannot go on — a blocking relock of a held
     /// normal mutex waits forever, a trylock of one fails).
-    fn acquire(&self, fact: &HeldFact, l: LockId, mode: LockMode, site: Site) -> Option<HeldFact> {
+    fn acquire(
+        &self,
+        fact: &HeldFact,
+        l: LockId,
+        (mode, multi): (LockMode, bool),
+        site: Site,
+    ) -> Option<HeldFact> {
         let mut f = fact.clone();
         if l == LockId::UNKNOWN {
             f.unknown = (f.unknown + 1).min(MAX_DEPTH);
             return Some(f);
         }
-        let held: SmallVec<[usize; 2]> = (0..f.held.len()).filter(|&i| f.held[i].lock == l).collect();
+        let held: SmallVec<[usize; 2]> =
+            (0..f.held.len()).filter(|&i| f.held[i].lock == l).collect();
         if held.is_empty() {
             // Paths where it was possibly held either wait forever or did not hold it.
             f.insert(Entry {
@@ -408,6 +424,7 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
                 mode,
                 site,
                 depth: 1,
+                multi,
             });
             return Some(f);
         }
@@ -481,7 +498,7 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
             Targets::Unknown => SmallVec::from_slice(&[LockId::UNKNOWN]),
         };
         for &l in &locks {
-            let Some(mut f) = self.acquire(&base, l, mode, site) else {
+            let Some(mut f) = self.acquire(&base, l, (mode, locks.len() > 1), site) else {
                 continue;
             };
             if let Some(local) = key {
@@ -640,6 +657,25 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
                 }
                 out.push(f);
             }
+            Op::Return(Some(e)) => {
+                // A lock call's result returned: the caller's result local says it too.
+                let mut f = fact.clone();
+                if let Some(l) = crate::ir::visit::local_of(e) {
+                    let ret: SmallVec<[Tag; 1]> = f
+                        .tags
+                        .iter()
+                        .filter(|t| t.func == func && t.local == l)
+                        .map(|t| Tag {
+                            local: RESULT,
+                            ..*t
+                        })
+                        .collect();
+                    for t in ret {
+                        f.set_tag(t);
+                    }
+                }
+                out.push(f);
+            }
             _ => out.push(fact.clone()),
         }
     }
@@ -683,13 +719,36 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
         pre: &HeldFact,
         exit: &HeldFact,
     ) -> HeldFact {
+        let caller = self.tc.ctx(at.ctx).func;
         let mut f = exit.clone();
         f.binds = pre.binds.clone();
         f.via_pointer = pre.via_pointer;
-        // The callee's locals are gone.
+        // The callee's locals are gone; a lock result it returned goes to the call's result.
+        let returned: SmallVec<[Tag; 1]> = f
+            .tags
+            .iter()
+            .filter(|t| t.func == target.func && t.local == RESULT)
+            .copied()
+            .collect();
         f.tags.retain(|t| t.func != target.func);
+        if target.func == caller {
+            // A recursive call: the caller's own tags are those before the call.
+            f.tags
+                .extend(pre.tags.iter().filter(|t| t.func == caller).copied());
+            f.tags.sort();
+            f.tags.dedup();
+        }
         if let Op::Call { dest, .. } = &edge.op {
-            f.clear_key(self.tc.ctx(at.ctx).func, dest.as_ref());
+            f.clear_key(caller, dest.as_ref());
+            if let Some(d) = dest.as_ref().and_then(crate::ir::visit::whole_local) {
+                for t in returned {
+                    f.set_tag(Tag {
+                        func: caller,
+                        local: d,
+                        ..t
+                    });
+                }
+            }
         }
         f
     }
@@ -992,6 +1051,7 @@ mod tests {
             mode: LockMode::Write,
             site: site(e),
             depth: 1,
+            multi: false,
         };
         let mut a = HeldFact::default();
         a.insert(entry(5, 1));

@@ -102,7 +102,8 @@ impl MutexTypes {
                 Some(PointsTo::Known(addrs)) if !addrs.is_empty() => {
                     for a in addrs {
                         if a.exact {
-                            out.locks.insert(table.intern(LockKey::Addr(a.base, a.range.lo)));
+                            out.locks
+                                .insert(table.intern(LockKey::Addr(a.base, a.range.lo)));
                         } else {
                             out.bases.insert(a.base);
                         }

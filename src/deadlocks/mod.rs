@@ -301,6 +301,11 @@ pub fn detect<'p, B: Backend<'p>>(
                         })
                         .collect();
                     for h in f.entries() {
+                        // Two guesses among the elements of one array: their order (or
+                        // equality) is unknown.
+                        if h.multi && !single && same_object(&locksets.table, h.lock, l) {
+                            continue;
+                        }
                         if h.lock == l {
                             let conflict = h.mode == LockMode::Write || mode == LockMode::Write;
                             if conflict && !types.may_be_special(&locksets.table, l) {
@@ -443,6 +448,15 @@ fn threads_with_nested_locking(
     out
 }
 
+/// Whether two locks are in the same object.
+fn same_object(table: &crate::lockset::LockTable, a: LockId, b: LockId) -> bool {
+    use crate::lockset::LockKey;
+    match (table.key(a), table.key(b)) {
+        (LockKey::Addr(x, _), LockKey::Addr(y, _)) => x == y,
+        _ => false,
+    }
+}
+
 /// A lock call without its context (reports merge contexts).
 type CallKey = (FuncId, EdgeId);
 
@@ -497,8 +511,7 @@ fn add(
 }
 
 const REASON_HELD: &str = "a lock is not held on every path to the acquisition, or the acquisition has several possible locks";
-const REASON_PATH: &str =
-    "the acquisition is not certainly reached by a certainly created thread";
+const REASON_PATH: &str = "the acquisition is not certainly reached by a certainly created thread";
 const REASON_PARALLEL: &str = "the threads do not certainly run in parallel";
 const REASON_SHARED: &str = "a common lock may be held";
 const REASON_SAME: &str = "two steps are in one non-unique thread";
@@ -620,8 +633,15 @@ pub fn demote(program: &Program, result: &mut DeadlockResult, reason: &'static s
     sort(program, &mut result.deadlocks);
 }
 
-/// Sorts deadlocks: must first, then by the first location of their steps.
+/// Sorts deadlocks: must first, then by the first location of their steps; each cycle starts
+/// at its step whose blocking call comes first in the source.
 fn sort(program: &Program, deadlocks: &mut [Deadlock]) {
+    for d in deadlocks.iter_mut() {
+        let first = (0..d.steps.len())
+            .min_by_key(|&i| call_loc(program, &d.steps[i].acquire))
+            .unwrap_or(0);
+        d.steps.rotate_left(first);
+    }
     let loc = |d: &Deadlock| {
         d.steps
             .iter()

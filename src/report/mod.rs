@@ -240,12 +240,10 @@ impl Report {
                 _ => i.reason.clone(),
             })
             .collect();
-        let deadlocks = a.deadlocks.as_ref().map(|d| {
-            d.deadlocks
-                .iter()
-                .map(|x| deadlock_report(a, x))
-                .collect()
-        });
+        let deadlocks = a
+            .deadlocks
+            .as_ref()
+            .map(|d| d.deadlocks.iter().map(|x| deadlock_report(a, x)).collect());
         Report {
             verdict: a.verdict,
             races,
@@ -437,7 +435,12 @@ fn deadlock_report(a: &Analysis<'_>, d: &crate::deadlocks::Deadlock) -> Deadlock
 /// The size of the object a lock call's lock argument points to.
 fn lock_size(a: &Analysis<'_>, c: &crate::deadlocks::CallAt) -> Option<u64> {
     let p = a.program;
-    let edge = p.function(c.func).body.as_ref()?.edges.get(c.edge.0 as usize)?;
+    let edge = p
+        .function(c.func)
+        .body
+        .as_ref()?
+        .edges
+        .get(c.edge.0 as usize)?;
     let crate::ir::Op::Call { args, .. } = &edge.op else {
         return None;
     };
@@ -450,7 +453,12 @@ fn lock_size(a: &Analysis<'_>, c: &crate::deadlocks::CallAt) -> Option<u64> {
 
 /// A lock as C text: its object with the fields and elements down to the lock (`A.mutex`,
 /// `locks[1]`), stopping at a union or at an object of the lock's `size`.
-pub fn lock_name(p: &Program, table: &LockTable, l: crate::lockset::LockId, size: Option<u64>) -> String {
+pub fn lock_name(
+    p: &Program,
+    table: &LockTable,
+    l: crate::lockset::LockId,
+    size: Option<u64>,
+) -> String {
     let (b, mut off) = match table.key(l) {
         LockKey::Addr(b, off) => (b, off),
         LockKey::Unknown => return "<unknown lock>".to_string(),
@@ -502,9 +510,8 @@ pub fn lock_name(p: &Program, table: &LockTable, l: crate::lockset::LockId, size
                             .is_some_and(|s| off < f.offset + s.max(1))
                 });
                 let Some(f) = field else { break };
-                match &f.name {
-                    Some(n) => name = format!("{name}.{n}"),
-                    None => {}
+                if let Some(n) = &f.name {
+                    name = format!("{name}.{n}");
                 }
                 off -= f.offset;
                 ty = f.ty;

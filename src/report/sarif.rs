@@ -305,11 +305,7 @@ fn step_flow(uris: &Uris, s: &StepReport) -> ThreadFlow {
                 .build(),
         );
     }
-    let l = uris.location(
-        &s.while_holding,
-        None,
-        Some(format!("takes '{}'", s.held)),
-    );
+    let l = uris.location(&s.while_holding, None, Some(format!("takes '{}'", s.held)));
     locs.push(
         ThreadFlowLocation::builder()
             .location(l)
@@ -357,7 +353,11 @@ pub fn deadlock_message(d: &DeadlockReport) -> String {
     match (d.kind, first) {
         ("double-lock", Some(s)) => format!(
             "{}deadlock: '{}' locked again by thread {} while it holds it ({})",
-            if d.confidence == "must" { "" } else { "possible " },
+            if d.confidence == "must" {
+                ""
+            } else {
+                "possible "
+            },
             s.lock,
             s.thread,
             d.confidence
@@ -369,7 +369,11 @@ pub fn deadlock_message(d: &DeadlockReport) -> String {
             }
             format!(
                 "{}deadlock: lock-order cycle {} between threads {} ({})",
-                if d.confidence == "must" { "" } else { "possible " },
+                if d.confidence == "must" {
+                    ""
+                } else {
+                    "possible "
+                },
                 locks.join(" -> "),
                 d.cycle
                     .iter()
