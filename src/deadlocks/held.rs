@@ -31,8 +31,12 @@
 //!   their lock per call chain whatever the context depth;
 //! - a path that enters a function through a call with several possible callees (a function
 //!   pointer the backend resolves to more than one function) is marked: its acquisitions there
-//!   give no edge (the callee may never run there).
+//!   give no edge (the callee may never run there);
+//! - tests of lock-guard flags ([`super::flags`]) are remembered per path, so a lock taken
+//!   under `if (flag)` and released under a later `if (flag)` is not left held on a path that
+//!   took the two tests differently.
 
+use super::flags::{Flag, flag_test};
 use super::kinds::MutexTypes;
 use crate::backend::{Backend, PointsTo};
 use crate::context::{CallTarget, FnCtxId, ThreadContexts};
@@ -42,7 +46,7 @@ use crate::lockset::{LockId, LockKey, LockTable};
 use crate::model::{LockKind, LockMode, Role, Roles};
 use crate::threads::ThreadGraph;
 use racedar_domains::{Merge, SmallSet};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 /// At most this many candidate locks are followed per lock call (more make the lock unknown).
@@ -50,6 +54,9 @@ pub const MAX_TARGETS: usize = 8;
 
 /// Recursion depth of a recursive mutex tracked exactly; this value means "at least this".
 pub const MAX_DEPTH: u8 = 3;
+
+/// Lock-guard flag outcomes remembered per fact.
+pub const MAX_FLAGS: usize = 4;
 
 /// Node visits per thread before the analysis gives up (its results then support only
 /// may-deadlocks).
@@ -122,6 +129,8 @@ pub struct HeldFact {
     /// pointer the backend could not resolve to one function): what it does there may not
     /// happen at all.
     via_pointer: bool,
+    /// Lock-guard flags tested on the path (since the thread last wrote them): their truth.
+    flags: SmallVec<[(Flag, bool); 1]>,
 }
 
 /// A lock parameter bound to the locks its argument designated.
@@ -181,6 +190,21 @@ impl HeldFact {
             self.tags.retain(|t| (t.func, t.local) != (func, l));
         }
     }
+
+    /// Forgets the flags a write of `lhs` may change.
+    fn forget_flags(&mut self, program: &Program, lhs: &Lval) {
+        if self.flags.is_empty() {
+            return;
+        }
+        if let crate::ir::Host::Var(crate::ir::Var::Global(g)) = lhs.host {
+            match super::flags::written_range(program, lhs) {
+                Some((lo, hi)) => self
+                    .flags
+                    .retain(|((x, off), _)| *x != g || *off < lo || *off >= hi),
+                None => self.flags.retain(|((x, _), _)| *x != g),
+            }
+        }
+    }
 }
 
 impl Merge for HeldFact {
@@ -207,6 +231,12 @@ impl Merge for HeldFact {
         }
         let sure: SmallVec<[LockId; 4]> = out.held.iter().map(|e| e.lock).collect();
         out.maybe.retain(|l| !sure.contains(l));
+        out.flags = first
+            .flags
+            .iter()
+            .filter(|x| facts.iter().all(|f| f.flags.contains(x)))
+            .copied()
+            .collect();
         // Bindings all facts agree on (the others fall back to the backend's values).
         out.binds = first
             .binds
@@ -223,6 +253,7 @@ impl Merge for HeldFact {
                 && (self.via_pointer || !o.via_pointer)
                 && self.unknown <= o.unknown
                 && self.binds.iter().all(|b| o.binds.contains(b))
+                && self.flags.iter().all(|x| o.flags.contains(x))
                 && self.held.iter().all(|e| o.holds(e.lock))
                 && o.maybe.iter().all(|l| self.knows(*l))
                 && o.held.iter().all(|e| {
@@ -350,6 +381,10 @@ struct LockOrder<'a, 'p, B: Backend<'p>> {
     table: &'a mut LockTable,
     types: &'a MutexTypes,
     params: &'a LockParams,
+    /// The lock-guard flags of the program.
+    guards: &'a FxHashSet<Flag>,
+    /// Flag tests of branch edges, by function and edge.
+    tests: FxHashMap<(FuncId, EdgeId), Option<(Flag, bool)>>,
     /// Resolved arguments, by call and argument position (the backend's answer).
     targets: FxHashMap<(Site, usize), Targets>,
     /// The blocking lock calls reached, with the lock argument's position and the mode.
@@ -616,6 +651,22 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
                     }
                     f.tags.remove(i);
                 }
+                let program = self.program;
+                let test = *self
+                    .tests
+                    .entry((func, at.edge))
+                    .or_insert_with(|| flag_test(program, cond, *branch));
+                if let Some((flag, truth)) = test.filter(|(g, _)| self.guards.contains(g)) {
+                    match f.flags.iter().find(|(g, _)| *g == flag) {
+                        Some((_, t)) if *t != truth => return,
+                        Some(_) => {}
+                        None if f.flags.len() < MAX_FLAGS => {
+                            f.flags.push((flag, truth));
+                            f.flags.sort();
+                        }
+                        None => {}
+                    }
+                }
                 out.push(f);
             }
             Op::Call {
@@ -631,23 +682,33 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
                     let lock = *lock;
                     let mut f = fact.clone();
                     f.clear_key(func, dest.as_ref());
+                    if let Some(d) = dest {
+                        f.forget_flags(self.program, d);
+                    }
                     self.transfer_unlock(at, (lock, args.get(lock)), &f, out);
                 }
                 Some(r) if r.ends_path() => {}
                 _ => {
                     let mut f = fact.clone();
                     f.clear_key(func, dest.as_ref());
+                    if let Some(d) = dest {
+                        f.forget_flags(self.program, d);
+                    }
                     out.push(f);
                 }
             },
             Op::Call { dest, .. } => {
                 let mut f = fact.clone();
                 f.clear_key(func, dest.as_ref());
+                if let Some(d) = dest {
+                    f.forget_flags(self.program, d);
+                }
                 out.push(f);
             }
             Op::Assign { lhs, .. } => {
                 let mut f = fact.clone();
                 f.clear_key(func, Some(lhs));
+                f.forget_flags(self.program, lhs);
                 out.push(f);
             }
             Op::Asm { outputs, .. } => {
@@ -740,6 +801,9 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
         }
         if let Op::Call { dest, .. } = &edge.op {
             f.clear_key(caller, dest.as_ref());
+            if let Some(d) = dest {
+                f.forget_flags(self.program, d);
+            }
             if let Some(d) = dest.as_ref().and_then(crate::ir::visit::whole_local) {
                 for t in returned {
                     f.set_tag(Tag {
@@ -792,6 +856,7 @@ impl LockOrderResult {
         needed: &dyn Fn(crate::context::ThreadId) -> bool,
     ) -> LockOrderResult {
         let params = lock_params(program, roles);
+        let guards = super::flags::guard_flags(program, roles);
         let mut acquisitions = Vec::with_capacity(graph.contexts.len());
         let mut complete = Vec::with_capacity(graph.contexts.len());
         for tc in &graph.contexts {
@@ -809,6 +874,8 @@ impl LockOrderResult {
                 table: &mut *table,
                 types,
                 params: &params,
+                guards: &guards,
+                tests: FxHashMap::default(),
                 targets: FxHashMap::default(),
                 acquisitions: FxHashMap::default(),
             };
@@ -900,7 +967,7 @@ pub fn lock_params(program: &Program, roles: &Roles) -> LockParams {
         if f.params.is_empty() {
             continue;
         }
-        let mut written: rustc_hash::FxHashSet<LocalId> = rustc_hash::FxHashSet::default();
+        let mut written: FxHashSet<LocalId> = FxHashSet::default();
         crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| {
             written.insert(l);
         });

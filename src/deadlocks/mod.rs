@@ -26,6 +26,7 @@
 //! Everything else found is `may`. Deadlocks never change the data-race verdict.
 
 pub mod cycles;
+pub mod flags;
 pub mod held;
 pub mod kinds;
 
