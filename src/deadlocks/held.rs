@@ -20,8 +20,8 @@
 //!   (`if (pthread_mutex_lock(&m) != 0) return -1;`), also when a function returns the
 //!   result to its caller;
 //! - relocking a held normal mutex blocks forever: the path ends there (the double lock is
-//!   reported from the fact before it); a recursive (or possibly special, [`MutexTypes`]) mutex
-//!   counts its depth instead, up to [`MAX_DEPTH`];
+//!   reported from the fact before it); a possibly recursive mutex ([`MutexTypes`]) counts its
+//!   depth instead, up to [`MAX_DEPTH`];
 //! - an unlock of an unknown lock releases the most recent unknown lock held, or, when none is,
 //!   every lock (nothing is surely held any more);
 //! - **lock parameters** are bound per path, as L2D2's formal→actual substitution
@@ -61,6 +61,10 @@ pub const MAX_FLAGS: usize = 4;
 /// Node visits per thread before the analysis gives up (its results then support only
 /// may-deadlocks).
 pub const BUDGET: u64 = 2_000_000;
+
+/// Node visits over all threads; threads beyond it are not analysed (the result is then
+/// incomplete).
+pub const TOTAL_BUDGET: u64 = 8_000_000;
 
 /// A lock call: its function context and edge in the thread.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -465,7 +469,7 @@ impl<'p, B: Backend<'p>> LockOrder<'_, 'p, B> {
         }
         let conflict =
             mode == LockMode::Write || held.iter().any(|&i| f.held[i].mode == LockMode::Write);
-        if conflict && !self.types.may_be_special(self.table, l) {
+        if conflict && !self.types.may_be_recursive(self.table, l) {
             return None;
         }
         for i in held {
@@ -837,7 +841,8 @@ pub struct LockOrderResult {
     /// Per thread (indexed like [`ThreadGraph::threads`]), the blocking acquisitions of known
     /// locks, per call in call order, per class of paths.
     pub acquisitions: Vec<Vec<Acquisition>>,
-    /// Per thread, whether the analysis reached its fixpoint within [`BUDGET`].
+    /// Per thread, whether the analysis reached its fixpoint within [`BUDGET`] (and was run
+    /// within [`TOTAL_BUDGET`]).
     pub complete: Vec<bool>,
 }
 
@@ -859,6 +864,7 @@ impl LockOrderResult {
         let guards = super::flags::guard_flags(program, roles);
         let mut acquisitions = Vec::with_capacity(graph.contexts.len());
         let mut complete = Vec::with_capacity(graph.contexts.len());
+        let mut spent = 0u64;
         for tc in &graph.contexts {
             if !needed(tc.thread) {
                 acquisitions.push(Vec::new());
@@ -879,14 +885,21 @@ impl LockOrderResult {
                 targets: FxHashMap::default(),
                 acquisitions: FxHashMap::default(),
             };
+            let left = TOTAL_BUDGET.saturating_sub(spent);
+            if left == 0 {
+                acquisitions.push(Vec::new());
+                complete.push(false);
+                continue;
+            }
             let init = dataflow::initial_facts(HeldFact::default());
             let sol = dataflow::solve(
                 program,
                 tc.clone(),
                 &mut dataflow::Disjunctive(&mut a),
                 init,
-                BUDGET,
+                BUDGET.min(left),
             );
+            spent += sol.visits;
             let mut sites: Vec<(Site, (usize, LockMode))> =
                 a.acquisitions.iter().map(|(s, x)| (*s, *x)).collect();
             sites.sort();

@@ -1,20 +1,20 @@
-//! Mutex types, as far as deadlocks care: a mutex of the normal (default) type blocks forever
-//! when its holder locks it again, a recursive one counts, an error-checking one fails with
-//! `EDEADLK`. A lock whose type may be other than normal is *special*: locking it again is
-//! no double lock.
+//! Mutex types, as far as deadlocks care: a recursive mutex counts how often its holder locked
+//! it, so locking it again is no double lock; every other type (normal, default, error-checking)
+//! is non-recursive, and locking it again while holding it is a double lock (the normal and
+//! default types wait forever, the error-checking type fails with `EDEADLK`).
 //!
-//! A mutex is special when
+//! A mutex may be recursive when
 //! - a `mutex-init` call (`pthread_mutex_init(m, attr)`) may initialise it with an attribute
-//!   object that some `pthread_mutexattr_settype` call may give a type other than 0
-//!   (`PTHREAD_MUTEX_NORMAL` = `PTHREAD_MUTEX_DEFAULT` = 0 in glibc and musl; a type that is not
-//!   a constant counts as special), or a C11 `mtx_init(m, type)` whose type may include
-//!   `mtx_recursive` (bit 0);
-//! - its static initialiser sets glibc's `__kind` field to non-zero
-//!   (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`, `..._ERRORCHECK_...`) or macOS's `__sig` to a
-//!   signature other than the normal one (`0x32AAABA7`).
+//!   object that some `pthread_mutexattr_settype` call may give the recursive type
+//!   (`PTHREAD_MUTEX_RECURSIVE`: 1 in glibc and musl, 2 on macOS, whose `pthread_mutex_t` is
+//!   `struct _opaque_pthread_mutex_t`; a type that is not a constant counts), or a C11
+//!   `mtx_init(m, type)` whose type may include `mtx_recursive` (bit 0);
+//! - its static initialiser sets glibc's `__kind` field to the recursive kind
+//!   (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`) or macOS's `__sig` to a signature other than
+//!   the normal and error-checking ones (`0x32AAABA7`, `0x32AAABA1`).
 //!
-//! An initialisation of an unknown mutex with a possibly special type makes every mutex special
-//! (no double lock is then reported). Goblint's `pthreadMutexType` analysis
+//! An initialisation of an unknown mutex with a possibly recursive type makes every mutex
+//! possibly recursive (no double lock is then reported). Goblint's `pthreadMutexType` analysis
 //! (`notes/deadlock.md` §3, `71-doublelocking`) draws the same line.
 
 use crate::backend::{Backend, Base, PointsTo};
@@ -25,23 +25,25 @@ use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
 use rustc_hash::FxHashSet;
 
-/// macOS's signature of a normal mutex (`_PTHREAD_MUTEX_SIG_init`).
-const DARWIN_NORMAL_SIG: i128 = 0x32AA_ABA7;
+/// macOS's signatures of a normal and an error-checking mutex (`_PTHREAD_MUTEX_SIG_init`,
+/// `_PTHREAD_ERRORCHECK_MUTEX_SIG_init`).
+const DARWIN_NON_RECURSIVE_SIGS: [i128; 2] = [0x32AA_ABA7, 0x32AA_ABA1];
 
-/// Which locks may be of a type other than normal (see the module documentation).
+/// Which locks may be recursive (see the module documentation).
 #[derive(Clone, Debug, Default)]
 pub struct MutexTypes {
-    /// Locks (base and offset) a special initialisation reaches.
+    /// Locks (base and offset) a recursive initialisation reaches.
     locks: FxHashSet<LockId>,
-    /// Objects a special initialisation reaches at an imprecise offset, or whose static
-    /// initialiser makes some mutex of theirs special.
+    /// Objects a recursive initialisation reaches at an imprecise offset, or whose static
+    /// initialiser makes some mutex of theirs recursive.
     bases: FxHashSet<Base>,
-    /// A special initialisation of an unknown mutex: every lock may be special.
+    /// A recursive initialisation of an unknown mutex: every lock may be recursive.
     all: bool,
 }
 
 impl MutexTypes {
-    /// Collects the special mutexes of a program from every reachable function context.
+    /// Collects the possibly recursive mutexes of a program from every reachable function
+    /// context.
     pub fn compute<'p, B: Backend<'p>>(
         program: &Program,
         roles: &Roles,
@@ -51,7 +53,8 @@ impl MutexTypes {
     ) -> MutexTypes {
         let mut out = MutexTypes::default();
         static_kinds(program, &mut out.bases);
-        // Attribute objects that may get a special type.
+        let recursive = recursive_type(program);
+        // Attribute objects that may get the recursive type.
         let mut attr_bases: FxHashSet<Base> = FxHashSet::default();
         let mut attr_any = false;
         for_each_call(program, roles, graph, |tc, c, eid, role, args| {
@@ -59,11 +62,11 @@ impl MutexTypes {
                 return;
             };
             let ctx = tc.context(c, eid);
-            let normal = args.get(*kind).is_some_and(|k| {
+            let non_recursive = args.get(*kind).is_some_and(|k| {
                 let r = backend.value(&ctx, k);
-                r.lo == Some(0) && r.hi == Some(0)
+                matches!((r.lo, r.hi), (Some(lo), Some(hi)) if recursive < lo || hi < recursive)
             });
-            if normal {
+            if non_recursive {
                 return;
             }
             match args.get(*attr).map(|a| backend.value_ptr(&ctx, a)) {
@@ -78,7 +81,7 @@ impl MutexTypes {
                 return;
             };
             let ctx = tc.context(c, eid);
-            let special = match (attr, kind) {
+            let recursive_init = match (attr, kind) {
                 (Some(a), _) => match args.get(*a) {
                     None => false,
                     Some(e) if is_null(e) => false,
@@ -95,7 +98,7 @@ impl MutexTypes {
                 }),
                 (None, None) => false,
             };
-            if !special {
+            if !recursive_init {
                 return;
             }
             match args.get(*mutex).map(|m| backend.value_ptr(&ctx, m)) {
@@ -115,8 +118,8 @@ impl MutexTypes {
         out
     }
 
-    /// Whether lock `l` may be of a type other than normal (relocking it is no double lock).
-    pub fn may_be_special(&self, table: &LockTable, l: LockId) -> bool {
+    /// Whether lock `l` may be recursive (relocking it is no double lock).
+    pub fn may_be_recursive(&self, table: &LockTable, l: LockId) -> bool {
         if self.all || self.locks.contains(&l) {
             return true;
         }
@@ -126,6 +129,17 @@ impl MutexTypes {
             _ => true,
         }
     }
+}
+
+/// The value of `PTHREAD_MUTEX_RECURSIVE`: 2 when the program's mutex type is macOS's, else 1
+/// (glibc, musl).
+fn recursive_type(program: &Program) -> i128 {
+    let darwin = program
+        .types
+        .comps
+        .iter()
+        .any(|c| c.tag.as_deref() == Some("_opaque_pthread_mutex_t"));
+    if darwin { 2 } else { 1 }
 }
 
 /// Whether an expression is a null pointer constant.
@@ -163,10 +177,10 @@ fn for_each_call<'g>(
     }
 }
 
-/// Globals whose static initialiser gives some mutex of theirs a special type.
+/// Globals whose static initialiser gives some mutex of theirs a possibly recursive type.
 fn static_kinds(program: &Program, out: &mut FxHashSet<Base>) {
     for (gi, g) in program.globals.iter().enumerate() {
-        let special = g.init.iter().any(|item| {
+        let recursive = g.init.iter().any(|item| {
             let Some(Proj::Field { comp, index }) = item.proj.last() else {
                 return false;
             };
@@ -181,12 +195,15 @@ fn static_kinds(program: &Program, out: &mut FxHashSet<Base>) {
                 InitValue::Str(_) => None,
             };
             match name {
-                Some("__kind") => value != Some(0),
-                Some("__sig") => value.is_some_and(|v| v != 0 && v != DARWIN_NORMAL_SIG),
+                // glibc's kind: the low bits are the type (PTHREAD_MUTEX_RECURSIVE_NP = 1).
+                Some("__kind") => value.is_none_or(|v| v & 3 == 1),
+                Some("__sig") => {
+                    value.is_none_or(|v| v != 0 && !DARWIN_NON_RECURSIVE_SIGS.contains(&v))
+                }
                 _ => false,
             }
         });
-        if special {
+        if recursive {
             out.insert(Base::Global(crate::ir::GlobalId(gi as u32)));
         }
     }

@@ -16,7 +16,7 @@
 //!    in. Unknown locks never take part; a lock in an object standing for several instances is
 //!    unknown ([`crate::threads::ThreadGraph::single_instance`]).
 //! 3. **Double locks**: a blocking lock of a mutex the thread surely holds on some class of
-//!    paths, unless the mutex may be recursive or error-checking ([`kinds`]).
+//!    paths, unless the mutex may be recursive ([`kinds`]).
 //!
 //! **Must vs may**, as for races: a deadlock is `must` only when every step is certain — the
 //! held lock is held on every path to the acquisition, the acquisition has one target lock, a
@@ -309,7 +309,7 @@ pub fn detect<'p, B: Backend<'p>>(
                         }
                         if h.lock == l {
                             let conflict = h.mode == LockMode::Write || mode == LockMode::Write;
-                            if conflict && !types.may_be_special(&locksets.table, l) {
+                            if conflict && !types.may_be_recursive(&locksets.table, l) {
                                 let step = Step {
                                     thread,
                                     lock: l,
