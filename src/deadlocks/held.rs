@@ -970,7 +970,7 @@ fn param_path(program: &Program, arg: &Expr) -> Option<(LocalId, u64)> {
 }
 
 /// The lock parameters of every function: parameters never written and whose address is never
-/// taken that reach a lock or unlock call's lock argument ([`param_path`]), directly or as the
+/// taken that reach a lock or unlock call's lock argument (as `p` or `&p->f`), directly or as the
 /// argument of a lock parameter of a called function.
 pub fn lock_params(program: &Program, roles: &Roles) -> LockParams {
     // Stable parameters per function.
