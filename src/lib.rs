@@ -15,10 +15,11 @@
 //!    string, statement) and the per-thread context graph.
 //! 6. [`lockset`] and [`mhp`]: locksets and active threads per context, both solved by the
 //!    generic engine of [`dataflow`].
-//! 7. [`races`]: accesses, escape, the access-state machine and may/must race classification.
+//! 7. [`races`]: accesses, escape, the access-state machine and may/must race classification;
+//!    [`deadlocks`]: the lock-order graph from the locksets, its cycles and double locks.
 //! 8. [`concrete`]: a concrete interpreter of the IR that witnesses races in real executions
 //!    (deterministic schedules and inputs), turning possible races into certain ones.
-//! 9. [`pipeline`] runs 3–8 and decides the verdict; [`report`] renders JSON and text.
+//! 9. [`pipeline`] runs 3–8 and decides the verdict; [`report`] renders JSON, text and SARIF.
 //!
 //! Shared utilities: [`stats`] (time and peak memory of a run).
 
@@ -27,6 +28,7 @@ pub mod changes;
 pub mod concrete;
 pub mod context;
 pub mod dataflow;
+pub mod deadlocks;
 pub mod frontend;
 pub mod ir;
 pub mod lockset;

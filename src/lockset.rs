@@ -351,7 +351,9 @@ impl LockTable {
         }
     }
 
-    fn intern(&mut self, k: LockKey) -> LockId {
+    /// The id of a lock, interned if new (ids are shared by every phase that names locks: the
+    /// deadlock detector resolves lock calls into the same table).
+    pub fn intern(&mut self, k: LockKey) -> LockId {
         if let Some(&id) = self.index.get(&k) {
             return id;
         }

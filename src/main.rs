@@ -26,7 +26,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Check C files (one program) for data races.
+    /// Check C files (one program) for data races and deadlocks.
     Check(Box<CheckArgs>),
     /// Print the intermediate representation of a C file.
     DumpIr(DumpArgs),
@@ -98,9 +98,9 @@ enum ModeArg {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum FailOn {
-    /// Exit 1 when a must-race is reported.
+    /// Exit 1 when a must-race or must-deadlock is reported.
     Must,
-    /// Exit 1 when any race (must or may) is reported.
+    /// Exit 1 when any race or deadlock (must or may) is reported.
     May,
 }
 
@@ -131,9 +131,13 @@ struct CheckArgs {
     /// into certain ones).
     #[arg(long)]
     no_concrete: bool,
-    /// Which races make the exit code 1.
+    /// Which races and deadlocks make the exit code 1.
     #[arg(long, value_enum, default_value_t = FailOn::May)]
     fail_on: FailOn,
+    /// Do not look for deadlocks (lock-order cycles, double locks); the JSON report then has
+    /// no `deadlocks` key.
+    #[arg(long)]
+    no_deadlocks: bool,
     /// Print per-phase time and peak memory on stderr.
     #[arg(long)]
     stats: bool,
@@ -345,6 +349,7 @@ fn check_files(args: &CheckArgs) -> ExitCode {
             ModeArg::Over => pipeline::Mode::Over,
         },
         concrete: !args.no_concrete,
+        deadlocks: !args.no_deadlocks,
     };
     let roles = opts.model.classify(&program);
     pipeline::prepare(&mut program, &roles, &opts);
@@ -372,17 +377,33 @@ fn check_files(args: &CheckArgs) -> ExitCode {
             .iter()
             .map(|f| frontend::compdb::display_name(f))
             .collect();
-        report.races.retain(|r| {
-            r.accesses
-                .iter()
-                .any(|a| files.contains(&frontend::compdb::display_name(Path::new(&a.file))))
-        });
+        let changed = |file: &str| files.contains(&frontend::compdb::display_name(Path::new(file)));
+        report
+            .races
+            .retain(|r| r.accesses.iter().any(|a| changed(&a.file)));
+        if let Some(ds) = &mut report.deadlocks {
+            ds.retain(|d| {
+                d.cycle
+                    .iter()
+                    .any(|s| changed(&s.acquire.file) || changed(&s.while_holding.file))
+            });
+        }
     }
     if let Some(rev) = &args.diff_base {
         match changes::changed_lines(rev) {
-            Ok(changed) => report
-                .races
-                .retain(|r| r.accesses.iter().any(|a| changed.touches(&a.file, a.line))),
+            Ok(changed) => {
+                report
+                    .races
+                    .retain(|r| r.accesses.iter().any(|a| changed.touches(&a.file, a.line)));
+                if let Some(ds) = &mut report.deadlocks {
+                    ds.retain(|d| {
+                        d.cycle.iter().any(|s| {
+                            changed.touches(&s.acquire.file, s.acquire.line)
+                                || changed.touches(&s.while_holding.file, s.while_holding.line)
+                        })
+                    });
+                }
+            }
             Err(e) => {
                 eprintln!("racedar: error: {e}");
                 return ExitCode::from(2);
@@ -448,14 +469,20 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    let counts = |confidence: &str| match args.fail_on {
+        FailOn::Must => confidence == "must",
+        FailOn::May => true,
+    };
     let failing = report
         .races
         .iter()
         .filter(|r| r.suppressed.is_none())
-        .any(|r| match args.fail_on {
-            FailOn::Must => r.confidence == "must",
-            FailOn::May => true,
-        });
+        .any(|r| counts(r.confidence))
+        || report
+            .deadlocks
+            .iter()
+            .flatten()
+            .any(|d| counts(d.confidence));
     if failing {
         ExitCode::from(1)
     } else {

@@ -1,10 +1,11 @@
 //! The analysis pipeline of `racedar check` (DESIGN.md, "Pipeline"): concurrency model →
-//! backend → thread-creation graph → lockset and active-threads analyses → race detection →
-//! verdict.
+//! backend → thread-creation graph → lockset and active-threads analyses → race detection and
+//! deadlock detection → verdict (deadlocks do not change it).
 
 use crate::backend::Backend;
 use crate::backend::syntactic::Syntactic;
 use crate::backend::value::ValueBackend;
+use crate::deadlocks::DeadlockResult;
 use crate::ir::{Callee, FuncId, Linkage, Loc, Op, Program};
 use crate::lockset::{Inherited, LocksetResult};
 use crate::mhp::{MhpResult, Point, ThreadFacts};
@@ -42,6 +43,8 @@ pub struct AnalysisOptions {
     /// Search for races witnessed by concrete executions (`crate::concrete`; `--no-concrete`
     /// turns it off).
     pub concrete: bool,
+    /// Whether to look for deadlocks (`--no-deadlocks` turns it off).
+    pub deadlocks: bool,
 }
 
 /// How the verdict is drawn from the races (seed 001 §5.3: the under- and over-approximating
@@ -66,6 +69,7 @@ impl Default for AnalysisOptions {
             model: Model::shipped(),
             mode: Mode::Combined,
             concrete: true,
+            deadlocks: true,
         }
     }
 }
@@ -95,6 +99,8 @@ pub struct Analysis<'p> {
     pub locksets: LocksetResult,
     /// Races found.
     pub races: RaceResult<'p>,
+    /// Deadlocks found (`None`: deadlock detection was off).
+    pub deadlocks: Option<DeadlockResult>,
     /// Reasons the verdict is not definite, sorted.
     pub imprecision: Vec<Imprecision>,
     /// Races witnessed by concrete executions that no static race explains (the static
@@ -153,7 +159,7 @@ fn run<'p, B: Backend<'p>>(
             blocks_race: true,
             blocks_no_race: true,
         });
-        return empty(program, roles, imprecision, phases);
+        return empty(program, roles, imprecision, phases, opts.deadlocks);
     };
     // The thread-modular fixpoint (seed 001 Algorithm 1): rounds of thread analyses until
     // the backend's results are stable.
@@ -264,6 +270,31 @@ fn run<'p, B: Backend<'p>>(
     imprecision.extend(features(program, roles, &backend, &graph, &locksets));
     imprecision.sort();
     imprecision.dedup();
+    let deadlocks = opts.deadlocks.then(|| {
+        let t = Instant::now();
+        let mut d = crate::deadlocks::detect(
+            &crate::deadlocks::Inputs {
+                program,
+                roles,
+                backend: &backend,
+                graph: &graph,
+                mhp: &mhp,
+                thread_facts: &thread_facts,
+                inherited: &inherited,
+            },
+            &mut locksets,
+        );
+        // What may order threads without the analysis knowing also casts doubt on deadlocks.
+        if imprecision.iter().any(|i| i.blocks_race) {
+            crate::deadlocks::demote(
+                program,
+                &mut d,
+                "the program synchronises in ways the analysis does not model",
+            );
+        }
+        phases.push(Phase::new("deadlocks", t.elapsed()));
+        d
+    });
     let mut races = races;
     let mut unexplained = Vec::new();
     if opts.concrete {
@@ -278,6 +309,7 @@ fn run<'p, B: Backend<'p>>(
         graph,
         locksets,
         races,
+        deadlocks,
         imprecision,
         unexplained,
         verdict,
@@ -290,6 +322,7 @@ fn empty<'p>(
     roles: &'p Roles,
     imprecision: Vec<Imprecision>,
     phases: Vec<Phase>,
+    deadlocks: bool,
 ) -> Analysis<'p> {
     Analysis {
         program,
@@ -306,6 +339,7 @@ fn empty<'p>(
             races: Vec::new(),
             truncated: false,
         },
+        deadlocks: deadlocks.then(DeadlockResult::default),
         imprecision,
         unexplained: Vec::new(),
         verdict: Verdict::Unknown,

@@ -656,3 +656,32 @@ fn explain_prints_chains_sites_and_reasons() {
         .expect("runs");
     assert_eq!(none.status.code(), Some(2));
 }
+
+#[test]
+fn deadlocks_are_reported_and_can_be_turned_off() {
+    let file = "tests/fixtures/deadlocks/abba_accounts.c";
+    let out = racedar()
+        .args(["check", "--format", "json", file])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    let ds = v["deadlocks"].as_array().expect("deadlocks list");
+    assert_eq!(ds.len(), 1);
+    assert_eq!(ds[0]["confidence"], "must");
+    for s in ds[0]["cycle"].as_array().expect("cycle") {
+        assert!(s["acquire"]["line"].is_u64() && s["while_holding"]["line"].is_u64());
+        assert!(s["lock"].is_string() && s["thread"].is_string());
+    }
+    // Deadlocks are findings: exit 1.
+    assert_eq!(out.status.code(), Some(1));
+    let out = racedar()
+        .args(["check", "--format", "json", "--no-deadlocks", file])
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert!(v.get("deadlocks").is_none());
+    let text = racedar().args(["check", file]).output().expect("runs");
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("warning: deadlock: lock-order cycle"));
+    assert!(text.contains("[racedar/deadlock]"));
+}

@@ -1,13 +1,15 @@
-//! Snapshots (insta) of the text, JSON and SARIF reports of a few race fixtures: the output
-//! contracts of DESIGN.md pinned, so any change to them is reviewed. Run-dependent parts are
-//! replaced: JSON `stats` (timings) and the absolute project root of SARIF.
+//! Snapshots (insta) of the text, JSON and SARIF reports of a few race fixtures and a deadlock
+//! fixture: the output contracts of DESIGN.md pinned, so any change to them is reviewed.
+//! Run-dependent parts are replaced: JSON `stats` (timings) and the absolute project root of
+//! SARIF.
 
 use assert_cmd::Command;
 
-const FIXTURES: [&str; 3] = [
+const FIXTURES: [&str; 4] = [
     "tests/fixtures/races/simple_lock.c",
     "tests/fixtures/races/conditional_lock.c",
     "tests/fixtures/races/both_locked.c",
+    "tests/fixtures/deadlocks/abba_accounts.c",
 ];
 
 fn run(format: &str, file: &str) -> String {

@@ -142,3 +142,32 @@ fn fingerprints_do_not_depend_on_lines() {
     assert!(!fa.is_empty());
     assert_eq!(fa, fb);
 }
+
+#[test]
+fn a_deadlock_result_has_a_thread_flow_per_step() {
+    let log = sarif_of("tests/fixtures/deadlocks/abba_accounts.c");
+    validate(&log);
+    let run = &log["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().expect("rules");
+    assert!(rules.iter().any(|r| r["id"] == "racedar/deadlock"));
+    let results = run["results"].as_array().expect("results");
+    let d = results
+        .iter()
+        .find(|r| r["ruleId"] == "racedar/deadlock")
+        .expect("a deadlock result");
+    // The rule index points at the deadlock rule.
+    let idx = d["ruleIndex"].as_u64().expect("rule index") as usize;
+    assert_eq!(rules[idx]["id"], "racedar/deadlock");
+    assert_eq!(d["level"], "error");
+    assert_eq!(
+        d["codeFlows"][0]["threadFlows"].as_array().map(Vec::len),
+        Some(2)
+    );
+    // Both lock calls of both steps are related locations.
+    assert_eq!(d["relatedLocations"].as_array().map(Vec::len), Some(4));
+    assert!(
+        d["partialFingerprints"]["racedar/v1"]
+            .as_str()
+            .is_some_and(|s| s.len() == 16)
+    );
+}

@@ -12,6 +12,8 @@
 //! | `thread-exit` | | ends the calling thread |
 //! | `lock` | `lock`, `mode` (`write`/`read`), `kind` (`blocking`/`try`) | takes the lock `*lock`; a `try` lock succeeds when it returns 0 |
 //! | `unlock` | `lock` | releases `*lock` |
+//! | `mutex-attr-settype` | `attr`, `kind` | sets the mutex type of the attribute object `*attr` |
+//! | `mutex-init` | `mutex`, `attr` or `kind` | initialises `*mutex` with the type of `*attr` (a null `attr`: the default type) or the type value `kind` |
 //! | `cond-wait` | `cond`, `mutex` | releases `*mutex`, waits, takes it again |
 //! | `cond-signal` | `cond` | wakes waiters |
 //! | `barrier-init` | `barrier`, `count` | initialises `*barrier` for `count` threads |
@@ -102,6 +104,19 @@ pub enum Role {
         attr: usize,
         /// Argument: the mutex type (`PTHREAD_MUTEX_RECURSIVE` is 1 in glibc and musl).
         kind: usize,
+    },
+    /// Mutex initialisation (`pthread_mutex_init`, `mtx_init`): its type comes from an
+    /// attribute object (`attr`, `pthread_mutexattr_settype`) or from a type value (`kind`, C11
+    /// `mtx_recursive`); the deadlock detector tells recursive mutexes apart with it.
+    MutexInit {
+        /// Argument: pointer to the mutex.
+        mutex: usize,
+        /// Argument: pointer to the attribute object (`NULL`: the default type).
+        #[serde(default)]
+        attr: Option<usize>,
+        /// Argument: the type as a value (C11 `mtx_plain`, `mtx_recursive`, ...).
+        #[serde(default)]
+        kind: Option<usize>,
     },
     /// Lock release.
     Unlock {

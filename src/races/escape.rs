@@ -155,7 +155,8 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         | Role::KeyCreate { .. }
         | Role::SpecificGet { .. }
         | Role::SpecificSet { .. }
-        | Role::MutexAttrSettype { .. } => (0..n).collect(),
+        | Role::MutexAttrSettype { .. }
+        | Role::MutexInit { .. } => (0..n).collect(),
         // The exit value of a thread reaches its joiner.
         Role::ThreadExit | Role::AtomicFunction => Vec::new(),
     }

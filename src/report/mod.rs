@@ -138,6 +138,47 @@ fn is_zero(n: &usize) -> bool {
 /// Accesses listed per race; the rest are counted in `more_accesses`.
 pub const MAX_LISTED_ACCESSES: usize = 64;
 
+/// One step of a reported deadlock: a thread requesting `lock` while holding `held`.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepReport {
+    /// The lock requested (where the thread waits), as C text.
+    pub lock: String,
+    /// The lock held, as C text (the same as `lock` for a double lock).
+    pub held: String,
+    /// The thread (`main`, or entry and create line).
+    pub thread: String,
+    /// The lock call that blocks.
+    pub acquire: Site,
+    /// The lock call that took `held`.
+    pub while_holding: Site,
+    /// The calls leading to the blocking lock call (innermost last), as `function
+    /// (file:line)`.
+    pub call_chain: Vec<String>,
+    /// The calls from the thread's entry to the blocking call, outermost first (SARIF).
+    #[serde(skip)]
+    pub frames: Vec<Frame>,
+    /// Where the thread is created (`None` for `main`).
+    #[serde(skip)]
+    pub created_at: Option<Site>,
+}
+
+/// One reported deadlock (DESIGN.md "Output contracts"; `score.py` reads `confidence` and
+/// `cycle[].acquire` / `cycle[].while_holding`).
+#[derive(Clone, Debug, Serialize)]
+pub struct DeadlockReport {
+    /// `must` or `may`.
+    pub confidence: &'static str,
+    /// `lock-order-cycle` or `double-lock`.
+    pub kind: &'static str,
+    /// The steps: each requests the lock the next one holds (a double lock has one step).
+    pub cycle: Vec<StepReport>,
+    /// Why the deadlock is only possible.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The line-independent fingerprint (see [`sarif::deadlock_fingerprint`]).
+    pub fingerprint: String,
+}
+
 /// The whole report (`--format json` prints it as one object).
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
@@ -145,6 +186,12 @@ pub struct Report {
     pub verdict: Verdict,
     /// Races, must-races first.
     pub races: Vec<RaceReport>,
+    /// Deadlocks, must first (absent when deadlock detection is off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadlocks: Option<Vec<DeadlockReport>>,
+    /// Whether a bound cut the deadlock search short.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deadlocks_truncated: bool,
     /// Reasons the verdict is not definite, sorted.
     pub imprecision: Vec<String>,
     /// Timings and counts.
@@ -199,9 +246,15 @@ impl Report {
                 _ => i.reason.clone(),
             })
             .collect();
+        let deadlocks = a
+            .deadlocks
+            .as_ref()
+            .map(|d| d.deadlocks.iter().map(|x| deadlock_report(a, x)).collect());
         Report {
             verdict: a.verdict,
             races,
+            deadlocks,
+            deadlocks_truncated: a.deadlocks.as_ref().is_some_and(|d| d.truncated),
             imprecision,
             stats,
         }
@@ -366,6 +419,166 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
         frames,
         created_at,
         lock_sites,
+    }
+}
+
+/// The calls from a thread's entry to function context `ctx`, outermost first.
+fn frames_of(a: &Analysis<'_>, t: ThreadId, ctx: crate::context::FnCtxId) -> Vec<Frame> {
+    let p = a.program;
+    a.graph
+        .contexts(t)
+        .ctx(ctx)
+        .calls
+        .iter()
+        .map(|site| Frame {
+            function: p.function(site.func).name.clone(),
+            site: Site::at(p, p.function(site.func).edge_loc(site.edge)),
+        })
+        .collect()
+}
+
+fn deadlock_report(a: &Analysis<'_>, d: &crate::deadlocks::Deadlock) -> DeadlockReport {
+    let p = a.program;
+    let table = &a.locksets.table;
+    let cycle = d
+        .steps
+        .iter()
+        .map(|s| {
+            let size = lock_size(a, &s.acquire);
+            let frames = frames_of(a, s.thread, s.acquire.ctx);
+            let call_chain = frames
+                .iter()
+                .map(|f| format!("{} ({}:{})", f.function, f.site.file, f.site.line))
+                .chain(std::iter::once(p.function(s.acquire.func).name.clone()))
+                .collect();
+            StepReport {
+                lock: lock_name(p, table, s.lock, size),
+                held: lock_name(p, table, s.held, size),
+                thread: thread_name(a, s.thread),
+                acquire: Site::at(p, crate::deadlocks::call_loc(p, &s.acquire)),
+                while_holding: Site::at(p, crate::deadlocks::call_loc(p, &s.while_holding)),
+                call_chain,
+                frames,
+                created_at: a
+                    .graph
+                    .threads
+                    .get(s.thread.0 as usize)
+                    .and_then(|t| t.site)
+                    .map(|c| Site::at(p, p.function(c.func).edge_loc(c.edge))),
+            }
+        })
+        .collect();
+    let mut r = DeadlockReport {
+        confidence: match d.confidence {
+            Confidence::Must => "must",
+            Confidence::May => "may",
+        },
+        kind: match d.kind {
+            crate::deadlocks::Kind::Cycle => "lock-order-cycle",
+            crate::deadlocks::Kind::DoubleLock => "double-lock",
+        },
+        cycle,
+        reason: (!d.reasons.is_empty()).then(|| d.reasons.join("; ")),
+        fingerprint: String::new(),
+    };
+    r.fingerprint = sarif::deadlock_fingerprint(&r);
+    r
+}
+
+/// The size of the object a lock call's lock argument points to.
+fn lock_size(a: &Analysis<'_>, c: &crate::deadlocks::CallAt) -> Option<u64> {
+    let p = a.program;
+    let edge = p
+        .function(c.func)
+        .body
+        .as_ref()?
+        .edges
+        .get(c.edge.0 as usize)?;
+    let crate::ir::Op::Call { args, .. } = &edge.op else {
+        return None;
+    };
+    let Some(crate::model::Role::Lock { lock, .. }) = a.roles.of_call(&edge.op) else {
+        return None;
+    };
+    let ty = p.types.pointee(args.get(*lock)?.ty)?;
+    p.types.size_of(ty)
+}
+
+/// A lock as C text: its object with the fields and elements down to the lock (`A.mutex`,
+/// `locks[1]`), stopping at a union or at an object of the lock's `size`.
+pub fn lock_name(
+    p: &Program,
+    table: &LockTable,
+    l: crate::lockset::LockId,
+    size: Option<u64>,
+) -> String {
+    let (b, mut off) = match table.key(l) {
+        LockKey::Addr(b, off) => (b, off),
+        LockKey::Unknown => return "<unknown lock>".to_string(),
+        LockKey::Atomic => return "<atomic section>".to_string(),
+        LockKey::Once(b, off) => return format!("<once {}>", base_name(p, &b, off)),
+        LockKey::Barrier(b, off) => return format!("<passed {}>", base_name(p, &b, off)),
+        LockKey::FlagSet(g) => return format!("<set {}>", p.global(g).name),
+        LockKey::FlagSeen(g) => return format!("<seen {}>", p.global(g).name),
+    };
+    let (mut name, ty) = match b {
+        Base::Global(g) => (p.global(g).name.clone(), Some(p.global(g).ty)),
+        Base::Local { func, local, .. } => match p.function(func).locals.get(local.0 as usize) {
+            Some(l) => (l.name.clone(), Some(l.ty)),
+            None => ("<local>".to_string(), None),
+        },
+        Base::Heap { func, edge, .. } => (
+            format!(
+                "<heap object allocated at line {}>",
+                p.function(func).edge_loc(edge).line
+            ),
+            None,
+        ),
+        _ => return base_name(p, &b, off),
+    };
+    let Some(mut ty) = ty else {
+        return if off == 0 {
+            name
+        } else {
+            format!("{name}+{off}")
+        };
+    };
+    use crate::ir::types::{CompKind, TypeKind};
+    for _ in 0..16 {
+        if off == 0 && size.is_some() && p.types.size_of(ty) == size {
+            break;
+        }
+        match p.types.kind(ty) {
+            TypeKind::Array { elem, .. } => {
+                let Some(s) = p.types.size_of(*elem).filter(|s| *s > 0) else {
+                    break;
+                };
+                name = format!("{name}[{}]", off / s);
+                off %= s;
+                ty = *elem;
+            }
+            TypeKind::Comp(c) if p.types.comp(*c).kind == CompKind::Struct => {
+                let field = p.types.comp(*c).fields.iter().rev().find(|f| {
+                    f.offset <= off
+                        && f.bit_field.is_none()
+                        && p.types
+                            .size_of(f.ty)
+                            .is_some_and(|s| off < f.offset + s.max(1))
+                });
+                let Some(f) = field else { break };
+                if let Some(n) = &f.name {
+                    name = format!("{name}.{n}");
+                }
+                off -= f.offset;
+                ty = f.ty;
+            }
+            _ => break,
+        }
+    }
+    if off == 0 {
+        name
+    } else {
+        format!("{name}+{off}")
     }
 }
 

@@ -4,12 +4,14 @@
 //! One result per race: `locations[0]` is the first access, `relatedLocations` hold the other
 //! access (id 1, referenced from the message), the create statements of the two threads (ids 2
 //! and 3) and the lock calls that took the locks held (ids 4 on); one code flow holds a thread flow per access, from the thread's creation
-//! through the calls to the access. URIs are relative to the project root (`%SRCROOT%`) when
+//! through the calls to the access. One result per deadlock (rule `racedar/deadlock`):
+//! `locations[0]` is the first step's blocking lock call, `relatedLocations` every step's two
+//! lock calls, one code flow with a thread flow per step. URIs are relative to the project root (`%SRCROOT%`) when
 //! the file is under it. `partialFingerprints` carry a line-independent racedar fingerprint
 //! (`racedar/v1`) and `primaryLocationLineHash` (a hash of the first access's source line and
 //! its occurrence among the results).
 
-use super::{AccessReport, RaceReport, Report, Site};
+use super::{AccessReport, DeadlockReport, RaceReport, Report, Site, StepReport};
 use serde_sarif::sarif::{
     ArtifactLocation, CodeFlow, Location, Message, MultiformatMessageString, PhysicalLocation,
     PropertyBag, Region, ReportingConfiguration, ReportingDescriptor, Result as SarifResult,
@@ -20,6 +22,9 @@ use std::path::{Path, PathBuf};
 
 /// The rule id of data races (stable: never renamed).
 pub const DATA_RACE_RULE: &str = "racedar/data-race";
+
+/// The rule id of deadlocks: lock-order cycles and double locks (stable: never renamed).
+pub const DEADLOCK_RULE: &str = "racedar/deadlock";
 
 /// The URI base id of the project root.
 const SRCROOT: &str = "%SRCROOT%";
@@ -46,6 +51,22 @@ pub fn fingerprint(race: &RaceReport) -> String {
         .collect();
     parts.sort();
     let text = format!("{DATA_RACE_RULE}|{}|{}", race.location, parts.join("|"));
+    format!("{:016x}", fnv1a(text.as_bytes()))
+}
+
+/// The line-independent fingerprint of a deadlock: rule, kind and the (function, lock, held
+/// lock) of its steps, sorted.
+pub fn deadlock_fingerprint(d: &DeadlockReport) -> String {
+    let mut parts: Vec<String> = d
+        .cycle
+        .iter()
+        .map(|s| {
+            let func = s.call_chain.last().map_or("", String::as_str);
+            format!("{func}|{}|{}", s.lock, s.held)
+        })
+        .collect();
+    parts.sort();
+    let text = format!("{DEADLOCK_RULE}|{}|{}", d.kind, parts.join("|"));
     format!("{:016x}", fnv1a(text.as_bytes()))
 }
 
@@ -270,6 +291,163 @@ fn result(
     Some(r)
 }
 
+/// The thread flow of one deadlock step: the thread's creation, the calls, the lock taken, the
+/// lock requested.
+fn step_flow(uris: &Uris, s: &StepReport) -> ThreadFlow {
+    let mut locs = Vec::new();
+    if let Some(c) = &s.created_at {
+        let l = uris.location(c, None, Some(format!("thread {} created", s.thread)));
+        locs.push(
+            ThreadFlowLocation::builder()
+                .location(l)
+                .kinds(vec!["call".to_string()])
+                .nesting_level(0)
+                .build(),
+        );
+    }
+    let l = uris.location(&s.while_holding, None, Some(format!("takes '{}'", s.held)));
+    locs.push(
+        ThreadFlowLocation::builder()
+            .location(l)
+            .kinds(vec!["acquire".to_string()])
+            .nesting_level(0)
+            .build(),
+    );
+    for (depth, f) in s.frames.iter().enumerate() {
+        let l = uris.location(&f.site, None, Some(format!("{} calls", f.function)));
+        locs.push(
+            ThreadFlowLocation::builder()
+                .location(l)
+                .kinds(vec!["call".to_string()])
+                .nesting_level(depth as i64)
+                .build(),
+        );
+    }
+    let l = uris.location(
+        &s.acquire,
+        None,
+        Some(format!("waits for '{}' holding '{}'", s.lock, s.held)),
+    );
+    locs.push(
+        ThreadFlowLocation::builder()
+            .location(l)
+            .kinds(vec!["acquire".to_string()])
+            .importance(serde_json::json!("essential"))
+            .nesting_level(s.frames.len() as i64)
+            .build(),
+    );
+    ThreadFlow::builder()
+        .id(s.thread.clone())
+        .message(
+            Message::builder()
+                .text(format!("thread {}", s.thread))
+                .build(),
+        )
+        .locations(locs)
+        .build()
+}
+
+/// The one-line description of a deadlock (text and SARIF messages).
+pub fn deadlock_message(d: &DeadlockReport) -> String {
+    let first = d.cycle.first();
+    match (d.kind, first) {
+        ("double-lock", Some(s)) => format!(
+            "{}deadlock: '{}' locked again by thread {} while it holds it ({})",
+            if d.confidence == "must" {
+                ""
+            } else {
+                "possible "
+            },
+            s.lock,
+            s.thread,
+            d.confidence
+        ),
+        _ => {
+            let mut locks: Vec<&str> = d.cycle.iter().map(|s| s.held.as_str()).collect();
+            if let Some(s) = first {
+                locks.push(&s.held);
+            }
+            format!(
+                "{}deadlock: lock-order cycle {} between threads {} ({})",
+                if d.confidence == "must" {
+                    ""
+                } else {
+                    "possible "
+                },
+                locks.join(" -> "),
+                d.cycle
+                    .iter()
+                    .map(|s| s.thread.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                d.confidence
+            )
+        }
+    }
+}
+
+/// One SARIF result for a deadlock: the first step's blocking call, every other call in
+/// `relatedLocations`, one thread flow per step.
+fn deadlock_result(
+    uris: &Uris,
+    sources: &mut Sources,
+    seen: &mut BTreeMap<String, u32>,
+    d: &DeadlockReport,
+) -> Option<SarifResult> {
+    let first = d.cycle.first()?;
+    let mut related = Vec::new();
+    let mut next = 1;
+    for s in &d.cycle {
+        related.push(uris.location(
+            &s.while_holding,
+            Some(next),
+            Some(format!("{} takes '{}'", s.thread, s.held)),
+        ));
+        related.push(uris.location(
+            &s.acquire,
+            Some(next + 1),
+            Some(format!("{} waits for '{}'", s.thread, s.lock)),
+        ));
+        next += 2;
+    }
+    let flows: Vec<ThreadFlow> = d.cycle.iter().map(|s| step_flow(uris, s)).collect();
+    let line_text = sources
+        .line(&first.acquire.file, first.acquire.line)
+        .unwrap_or_else(|| format!("{}:{}", first.acquire.file, first.acquire.line));
+    let line_hash = format!("{:016x}", fnv1a(line_text.as_bytes()));
+    let n = seen.entry(line_hash.clone()).or_insert(0);
+    *n += 1;
+    let mut fingerprints = BTreeMap::new();
+    fingerprints.insert("racedar/v1".to_string(), d.fingerprint.clone());
+    fingerprints.insert(
+        "primaryLocationLineHash".to_string(),
+        format!("{line_hash}:{n}"),
+    );
+    let mut message = deadlock_message(d);
+    if let Some(r) = &d.reason {
+        message.push_str(&format!("; only possible: {r}"));
+    }
+    let mut r = SarifResult::builder()
+        .rule_id(DEADLOCK_RULE)
+        .rule_index(1)
+        .level(if d.confidence == "must" {
+            ResultLevel::Error
+        } else {
+            ResultLevel::Warning
+        })
+        .message(Message::builder().text(message).build())
+        .locations(vec![uris.location(&first.acquire, Some(0), None)])
+        .related_locations(related)
+        .code_flows(vec![CodeFlow::builder().thread_flows(flows).build()])
+        .partial_fingerprints(fingerprints)
+        .build();
+    let mut props = BTreeMap::new();
+    props.insert("confidence".to_string(), serde_json::json!(d.confidence));
+    props.insert("kind".to_string(), serde_json::json!(d.kind));
+    r.properties = Some(PropertyBag::builder().additional_properties(props).build());
+    Some(r)
+}
+
 fn text(s: &str) -> MultiformatMessageString {
     MultiformatMessageString::builder().text(s).build()
 }
@@ -280,11 +458,14 @@ pub fn render(report: &Report, root: &Path) -> String {
     let uris = Uris { root: root.clone() };
     let mut sources = Sources::default();
     let mut seen = BTreeMap::new();
-    let results: Vec<SarifResult> = report
+    let mut results: Vec<SarifResult> = report
         .races
         .iter()
         .filter_map(|r| result(&uris, &mut sources, &mut seen, r))
         .collect();
+    for d in report.deadlocks.iter().flatten() {
+        results.extend(deadlock_result(&uris, &mut sources, &mut seen, d));
+    }
     let rule = ReportingDescriptor::builder()
         .id(DATA_RACE_RULE)
         .name("DataRace")
@@ -305,11 +486,32 @@ pub fn render(report: &Report, root: &Path) -> String {
                 .build(),
         )
         .build();
+    let deadlock_rule = ReportingDescriptor::builder()
+        .id(DEADLOCK_RULE)
+        .name("Deadlock")
+        .short_description(text("Deadlock between threads, or a mutex locked twice"))
+        .full_description(text(
+            "Threads that may run in parallel take locks in an order that forms a cycle (each \
+             holds a lock the next one waits for), or a thread locks a non-recursive mutex it \
+             already holds.",
+        ))
+        .help(text(
+            "Take the locks in one global order in every thread, release a lock before taking \
+             one that is taken before it elsewhere, or guard the section with one common lock. \
+             A 'must' deadlock (level error) happens in some execution; a 'may' deadlock (level \
+             warning) is one racedar cannot rule out.",
+        ))
+        .default_configuration(
+            ReportingConfiguration::builder()
+                .level(serde_json::json!("warning"))
+                .build(),
+        )
+        .build();
     let driver = ToolComponent::builder()
         .name("racedar")
         .version(env!("CARGO_PKG_VERSION"))
         .semantic_version(env!("CARGO_PKG_VERSION"))
-        .rules(vec![rule])
+        .rules(vec![rule, deadlock_rule])
         .build();
     let mut bases = BTreeMap::new();
     bases.insert(

@@ -1,8 +1,8 @@
-//! Human-readable report: gcc-style lines (`file:line:col: warning: ... [racedar/data-race]`
-//! followed by `note:` lines, which editors' problem matchers parse) and a source snippet
-//! rendered by codespan-reporting with a label on every access.
+//! Human-readable report: gcc-style lines (`file:line:col: warning: ... [racedar/data-race]`,
+//! `[racedar/deadlock]`) followed by `note:` lines, which editors' problem matchers parse, and
+//! for races a source snippet rendered by codespan-reporting with a label on every access.
 
-use super::{AccessReport, RaceReport, Report, Verdict};
+use super::{AccessReport, DeadlockReport, RaceReport, Report, Site, Verdict};
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
@@ -95,6 +95,9 @@ pub fn render(report: &Report) -> String {
         }
         out.push('\n');
     }
+    for d in report.deadlocks.iter().flatten() {
+        render_deadlock(&mut out, d);
+    }
     let shown: Vec<_> = report
         .races
         .iter()
@@ -117,10 +120,70 @@ pub fn render(report: &Report) -> String {
         out,
         "racedar: {verdict}: {must} must-race(s), {may} may-race(s){hidden}"
     );
+    if let Some(ds) = report.deadlocks.as_ref().filter(|d| !d.is_empty()) {
+        let must = ds.iter().filter(|d| d.confidence == "must").count();
+        let _ = writeln!(
+            out,
+            "racedar: {} deadlock(s): {must} must, {} may",
+            ds.len(),
+            ds.len() - must
+        );
+    }
+    if report.deadlocks_truncated {
+        let _ = writeln!(
+            out,
+            "racedar: note: the deadlock search was cut short (bounds reached)"
+        );
+    }
     for i in &report.imprecision {
         let _ = writeln!(out, "racedar: note: {i}");
     }
     out
+}
+
+/// One deadlock: the warning on the first step's blocking lock call, then a note per step
+/// (gcc style, so problem matchers pick every location up).
+fn render_deadlock(out: &mut String, d: &DeadlockReport) {
+    let Some(first) = d.cycle.first() else {
+        return;
+    };
+    let at = |s: &Site| format!("{}:{}:{}", s.file, s.line, s.column);
+    let _ = writeln!(
+        out,
+        "{}: warning: {} [racedar/deadlock]",
+        at(&first.acquire),
+        super::sarif::deadlock_message(d)
+    );
+    for s in &d.cycle {
+        let chain = if s.call_chain.len() > 1 {
+            format!(", via {}", s.call_chain.join(" -> "))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "{}: note: thread {} takes '{}' here",
+            at(&s.while_holding),
+            s.thread,
+            s.held
+        );
+        let _ = writeln!(
+            out,
+            "{}: note: thread {} waits for '{}' here while holding '{}'{chain}",
+            at(&s.acquire),
+            s.thread,
+            s.lock,
+            s.held
+        );
+    }
+    if let Some(reason) = &d.reason {
+        let _ = writeln!(
+            out,
+            "{}: note: only a possible deadlock: {reason}",
+            at(&first.acquire)
+        );
+    }
+    out.push('\n');
 }
 
 fn describe(a: &AccessReport) -> String {
