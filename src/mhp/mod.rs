@@ -36,6 +36,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 mod id_field;
+mod live;
 pub(crate) mod loops;
 
 /// A thread-id variable, as a key for matching joins with creates.
@@ -539,6 +540,8 @@ struct ActiveThreads<'a> {
     exits: FxHashMap<FuncId, FxHashSet<EdgeId>>,
     /// Per function, the exit edges of join loops with the create statements they undo.
     join_alls: FxHashMap<FuncId, FxHashMap<EdgeId, Vec<EdgeId>>>,
+    /// Per function, liveness of its free and flag locals.
+    live: FxHashMap<FuncId, std::rc::Rc<live::Liveness>>,
 }
 
 impl ActiveThreads<'_> {
@@ -646,6 +649,28 @@ impl ActiveThreads<'_> {
                 f.ids.retain(|(_, x)| *x != t.id);
             }
         }
+    }
+
+    /// Forgets the constraints and flag values of `func`'s locals that no test can read after
+    /// `node` (see [`live`]).
+    fn forget_dead(&mut self, f: &mut MhpFact, func: FuncId, node: NodeId) {
+        if f.cons.is_empty() && f.flags.is_empty() {
+            return;
+        }
+        let live = match self.live.get(&func) {
+            Some(l) => std::rc::Rc::clone(l),
+            None => {
+                let mut tracked: FxHashSet<LocalId> = (**self.free_of(func)).clone();
+                tracked.extend(self.flags_of(func).iter().copied());
+                let l = std::rc::Rc::new(live::Liveness::compute(self.program, func, &tracked));
+                self.live.insert(func, std::rc::Rc::clone(&l));
+                l
+            }
+        };
+        f.cons
+            .retain(|(g, l, _, _)| *g != func || live.is_live(node, *l));
+        f.flags
+            .retain(|(g, l, _)| *g != func || live.is_live(node, *l));
     }
 
     fn flags_of(&mut self, func: FuncId) -> std::rc::Rc<FxHashSet<LocalId>> {
@@ -860,7 +885,12 @@ impl FactAnalysis for ActiveThreads<'_> {
     }
 
     fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &MhpFact, out: &mut Vec<MhpFact>) {
+        let start = out.len();
         self.step(at, edge, fact, out);
+        let func = self.tc.ctx(at.ctx).func;
+        for f in &mut out[start..] {
+            self.forget_dead(f, func, edge.dst);
+        }
     }
 
     fn call_entry(
@@ -893,10 +923,11 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.certain = pre.certain && target.exact && exit.certain;
         f.cons = pre.cons.clone();
         f.flags = pre.flags.clone();
+        let func = self.tc.ctx(ctx).func;
         if let Op::Call { dest: Some(d), .. } = &edge.op {
-            let func = self.tc.ctx(ctx).func;
             self.forget_key(&mut f, func, d);
         }
+        self.forget_dead(&mut f, func, edge.dst);
         f
     }
 }
@@ -951,13 +982,18 @@ impl MhpResult {
         let mut keys = IdKeys::new(program, roles);
         let mut unique: Vec<Solution<dataflow::Facts<MhpFact>>> = Vec::new();
         let mut asked_by: Vec<Asked> = Vec::new();
+        // The contexts each unique solution was computed from (the solution's own contexts
+        // are re-recorded by the engine and need not compare equal).
+        let mut inputs: Vec<&ThreadContexts> = Vec::new();
         let mut by_thread = Vec::with_capacity(graph.contexts.len());
         for tc in &graph.contexts {
-            let same = unique.iter().zip(&asked_by).position(|(s, q)| {
-                s.contexts.ctxs == tc.ctxs
-                    && s.contexts.calls == tc.calls
+            let same = inputs.iter().zip(&asked_by).position(|(s, q)| {
+                s.entry == tc.entry
+                    && s.ctxs == tc.ctxs
+                    && s.calls == tc.calls
                     && (share || q.agrees(oracle, tc.thread))
             });
+            tracing::debug!(thread = tc.thread.0, shared = ?same, "active threads");
             if let Some(i) = same {
                 by_thread.push(i);
                 continue;
@@ -978,6 +1014,7 @@ impl MhpResult {
                 flag_locals: FxHashMap::default(),
                 exits: FxHashMap::default(),
                 join_alls: FxHashMap::default(),
+                live: FxHashMap::default(),
             };
             let init = dataflow::initial_facts(MhpFact::initial());
             let sol = dataflow::solve(
@@ -990,6 +1027,7 @@ impl MhpResult {
             unique.push(sol);
             by_thread.push(unique.len() - 1);
             asked_by.push(asked);
+            inputs.push(tc);
         }
         MhpResult {
             solutions: unique,
