@@ -1,0 +1,362 @@
+//! Specialisation of thread-creating (and thread-joining) functions per call site.
+//!
+//! A thread is identified by its entry function and its create statement ([`crate::threads`]).
+//! A wrapper such as `int spawn(pthread_t *t, void *(*f)(void *), void *a) { return
+//! pthread_create(t, 0, f, a); }` called from two places holds one create statement for both
+//! calls: their threads merge into one non-unique thread, and a join in the caller cannot say
+//! which of them it ends. Goblint handles this with its `threadCreateWrapper` analysis (a
+//! wrapper's call site, not the create inside it, names the thread; `ana.thread.wrappers`,
+//! `ana.thread.unique_thread_id_count`); RacerF misses it (`notes/racerf-goblint.md` §1.5).
+//!
+//! This pass does the same by copying: every reachable direct call of a small, non-recursive
+//! function that may create or join a thread gets its own copy of the function when the function
+//! is called from several sites (or may also be called through a pointer, which keeps using the
+//! original). The copy runs exactly
+//! when the original would have run at that site, so the program's executions are unchanged; a
+//! copy called once (not in a loop, from a thread running once) holds a create statement that
+//! runs once, and its thread is unique. Copies of a wrapper call copies of the functions it
+//! calls in turn, callers being specialised before callees. Each copy records its origin in
+//! [`Function::specialised`].
+//!
+//! Bounded: functions of at most [`MAX_BODY_EDGES`] statements with at most [`MAX_SITES`] call
+//! sites, at most [`MAX_COPIES`] copies and [`MAX_COPIED_EDGES`] copied statements in all;
+//! functions on a cycle of the call graph are never copied.
+
+use super::cfg::{Callee, EdgeId, Op};
+use super::expr::ExprKind;
+use super::{FuncId, Function, Linkage, Program, Specialisation};
+use crate::model::{Role, Roles};
+use petgraph::graph::{DiGraph, NodeIndex};
+use rustc_hash::FxHashSet;
+
+/// Largest function (in CFG edges) that is copied.
+pub const MAX_BODY_EDGES: usize = 200;
+/// Most call sites of one function that are given copies (a function called more often keeps
+/// its shared body).
+pub const MAX_SITES: usize = 8;
+/// Most copies in a program.
+pub const MAX_COPIES: usize = 64;
+/// Most copied CFG edges in a program.
+pub const MAX_COPIED_EDGES: usize = 4000;
+
+/// Functions that may create or join a thread when called: a create or join, or a direct call
+/// of such a function.
+fn thread_functions(program: &Program, roles: &Roles) -> FxHashSet<FuncId> {
+    let mut out: FxHashSet<FuncId> = (0..program.functions.len())
+        .map(|i| FuncId(i as u32))
+        .filter(|f| {
+            matches!(
+                roles.get(*f),
+                Some(Role::ThreadCreate { .. } | Role::ThreadJoin { .. })
+            )
+        })
+        .collect();
+    loop {
+        let before = out.len();
+        for (i, f) in program.functions.iter().enumerate() {
+            let id = FuncId(i as u32);
+            if out.contains(&id) {
+                continue;
+            }
+            if let Some(cfg) = &f.body
+                && cfg
+                    .edges
+                    .iter()
+                    .any(|e| e.op.direct_callee().is_some_and(|g| out.contains(&g)))
+            {
+                out.insert(id);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
+/// Functions whose address is taken (in a body or a static initialiser): they may be called
+/// through a pointer, by the program or by library code.
+fn address_taken(program: &Program) -> FxHashSet<FuncId> {
+    let mut out = FxHashSet::default();
+    let mut note = |e: &super::Expr| {
+        super::visit::walk_expr(e, &mut |x| {
+            if let ExprKind::Func(f) = x.kind {
+                out.insert(f);
+            }
+        })
+    };
+    for f in &program.functions {
+        if let Some(cfg) = &f.body {
+            for e in &cfg.edges {
+                super::visit::op_exprs(&e.op, &mut |x| note(x));
+            }
+        }
+    }
+    for g in &program.globals {
+        for item in &g.init {
+            if let super::InitValue::Expr(v) = &item.value {
+                note(v);
+            }
+        }
+    }
+    out
+}
+
+/// The direct call graph of the defined functions, and for each function whether it lies on a
+/// cycle (recursion).
+fn recursive_functions(program: &Program) -> (DiGraph<(), ()>, Vec<bool>) {
+    let n = program.functions.len();
+    let mut g: DiGraph<(), ()> = DiGraph::with_capacity(n, n);
+    for _ in 0..n {
+        g.add_node(());
+    }
+    let mut recursive = vec![false; n];
+    for (i, f) in program.functions.iter().enumerate() {
+        let Some(cfg) = &f.body else { continue };
+        let mut seen = FxHashSet::default();
+        for e in &cfg.edges {
+            if let Some(t) = e.op.direct_callee()
+                && program.function(t).body.is_some()
+                && seen.insert(t)
+            {
+                if t.0 as usize == i {
+                    recursive[i] = true;
+                }
+                g.add_edge(NodeIndex::new(i), NodeIndex::new(t.0 as usize), ());
+            }
+        }
+    }
+    for scc in petgraph::algo::tarjan_scc(&g) {
+        if scc.len() > 1 {
+            for x in scc {
+                recursive[x.index()] = true;
+            }
+        }
+    }
+    (g, recursive)
+}
+
+/// Gives call sites of thread-creating or thread-joining functions their own copies of the
+/// callee (see the module documentation); returns the number of copies made. `roles` must
+/// classify the functions of `program` as it was before: copies get no role (a function with
+/// a role is never copied).
+pub fn specialise_thread_functions(program: &mut Program, roles: &Roles) -> usize {
+    let targets = thread_functions(program, roles);
+    if targets.is_empty() {
+        return 0;
+    }
+    let taken = address_taken(program);
+    let (graph, recursive) = recursive_functions(program);
+    // Reachable functions: from `main` and from every function whose address is taken.
+    let n = program.functions.len();
+    let mut reachable = vec![false; n];
+    let mut stack: Vec<usize> = program
+        .functions
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| {
+            f.body.is_some() && (f.name == "main" || taken.contains(&FuncId(*i as u32)))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut reachable[i], true) {
+            continue;
+        }
+        for t in graph.neighbors(NodeIndex::new(i)) {
+            if !reachable[t.index()] {
+                stack.push(t.index());
+            }
+        }
+    }
+    // Callers before callees: reverse postorder of a depth-first search over the call graph.
+    let mut order = Vec::with_capacity(n);
+    let mut visited = vec![false; n];
+    for root in 0..n {
+        if visited[root] {
+            continue;
+        }
+        visited[root] = true;
+        let mut dfs: Vec<(usize, Vec<usize>)> = vec![(root, callees_sorted(&graph, root))];
+        while let Some(top) = dfs.len().checked_sub(1) {
+            match dfs[top].1.pop() {
+                Some(next) if !visited[next] => {
+                    visited[next] = true;
+                    let succ = callees_sorted(&graph, next);
+                    dfs.push((next, succ));
+                }
+                Some(_) => {}
+                None => {
+                    order.push(dfs[top].0);
+                    dfs.pop();
+                }
+            }
+        }
+    }
+    order.reverse();
+    let mut copies = 0usize;
+    let mut copied_edges = 0usize;
+    for w in order {
+        let wid = FuncId(w as u32);
+        let f = program.function(wid);
+        let Some(body) = &f.body else { continue };
+        if !targets.contains(&wid)
+            || recursive[w]
+            || roles.get(wid).is_some()
+            || f.name == "main"
+            || body.edges.len() > MAX_BODY_EDGES
+        {
+            continue;
+        }
+        let size = body.edges.len();
+        // Direct call sites in reachable functions (copies made so far included).
+        let mut sites: Vec<(FuncId, EdgeId)> = Vec::new();
+        for (i, g) in program.functions.iter().enumerate() {
+            let live = reachable.get(i).copied().unwrap_or(false);
+            let Some(cfg) = &g.body else { continue };
+            if !live {
+                continue;
+            }
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                if e.op.direct_callee() == Some(wid) {
+                    sites.push((FuncId(i as u32), EdgeId(ei as u32)));
+                }
+            }
+        }
+        // Every direct call gets a copy (the original is left to calls through pointers, if
+        // any), so that every thread of the function is named by its call.
+        let several = sites.len() >= 2 || (taken.contains(&wid) && !sites.is_empty());
+        if !several || sites.len() > MAX_SITES {
+            continue;
+        }
+        let new = sites.len();
+        if copies + new > MAX_COPIES || copied_edges + new * size > MAX_COPIED_EDGES {
+            continue;
+        }
+        for &(caller, edge) in &sites {
+            let id = FuncId(program.functions.len() as u32);
+            let Some(call_loc) = program
+                .function(caller)
+                .body
+                .as_ref()
+                .and_then(|c| c.edges.get(edge.0 as usize))
+                .map(|e| e.loc)
+            else {
+                continue;
+            };
+            let original = program.function(wid);
+            let copy = Function {
+                linkage: Linkage::Internal,
+                specialised: Some(Specialisation {
+                    original: wid,
+                    caller,
+                    call_loc,
+                }),
+                ..original.clone()
+            };
+            program.functions.push(copy);
+            reachable.push(true);
+            if let Some(Op::Call { callee, .. }) = program.functions[caller.0 as usize]
+                .body
+                .as_mut()
+                .and_then(|c| c.edges.get_mut(edge.0 as usize))
+                .map(|e| &mut e.op)
+            {
+                *callee = Callee::Direct(id);
+            }
+            copies += 1;
+            copied_edges += size;
+        }
+    }
+    copies
+}
+
+/// The callees of function `i` in the call graph, in decreasing order (popped smallest first).
+fn callees_sorted(graph: &DiGraph<(), ()>, i: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = graph
+        .neighbors(NodeIndex::new(i))
+        .map(|x| x.index())
+        .collect();
+    v.sort_unstable_by(|a, b| b.cmp(a));
+    v.dedup();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::frontend::{self, FrontendOptions};
+    use crate::model::Model;
+
+    fn lower(src: &str) -> crate::ir::Program {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.c");
+        std::fs::write(&path, src).expect("write");
+        frontend::load(&[path], &FrontendOptions::default())
+            .expect("lowers")
+            .0
+    }
+
+    fn callees_of(p: &crate::ir::Program, name: &str) -> Vec<crate::ir::FuncId> {
+        let f = p.function_by_name(name).expect("function");
+        p.function(f)
+            .body
+            .as_ref()
+            .expect("body")
+            .edges
+            .iter()
+            .filter_map(|e| e.op.direct_callee())
+            .filter(|g| p.function(*g).body.is_some())
+            .collect()
+    }
+
+    #[test]
+    fn a_wrapper_called_twice_gets_a_copy_per_call() {
+        let mut p = lower(
+            "#include <pthread.h>\nvoid *t(void *a) { return 0; }\n\
+             int spawn(pthread_t *x) { return pthread_create(x, 0, t, 0); }\n\
+             int main(void) { pthread_t a, b; spawn(&a); spawn(&b); return 0; }\n",
+        );
+        let roles = Model::shipped().classify(&p);
+        assert_eq!(super::specialise_thread_functions(&mut p, &roles), 2);
+        let original = p.function_by_name("spawn").expect("spawn");
+        let calls = callees_of(&p, "main");
+        assert_eq!(calls.len(), 2);
+        assert_ne!(calls[0], calls[1]);
+        for c in calls {
+            let copy = p.function(c);
+            assert_eq!(copy.name, "spawn");
+            assert!(copy.specialised.is_some_and(|s| s.original == original));
+        }
+    }
+
+    #[test]
+    fn nested_wrappers_are_copied_callers_first() {
+        let mut p = lower(
+            "#include <pthread.h>\nvoid *t(void *a) { return 0; }\n\
+             int inner(pthread_t *x) { return pthread_create(x, 0, t, 0); }\n\
+             int outer(pthread_t *x) { return inner(x); }\n\
+             int main(void) { pthread_t a, b; outer(&a); outer(&b); return 0; }\n",
+        );
+        let roles = Model::shipped().classify(&p);
+        // A copy of `outer` per call, whose calls of `inner` then get a copy of `inner` each.
+        assert_eq!(super::specialise_thread_functions(&mut p, &roles), 4);
+        let inners = p
+            .functions
+            .iter()
+            .filter(|f| f.name == "inner" && f.specialised.is_some())
+            .count();
+        assert_eq!(inners, 2);
+    }
+
+    #[test]
+    fn recursive_and_single_site_functions_are_left_alone() {
+        let mut p = lower(
+            "#include <pthread.h>\nvoid *t(void *a) { return 0; }\n\
+             int once(pthread_t *x) { return pthread_create(x, 0, t, 0); }\n\
+             int rec(pthread_t *x, int n) { if (n) return rec(x, n - 1); \
+             return pthread_create(x, 0, t, 0); }\n\
+             int main(void) { pthread_t a, b, c; once(&a); rec(&b, 2); rec(&c, 3); return 0; }\n",
+        );
+        let roles = Model::shipped().classify(&p);
+        assert_eq!(super::specialise_thread_functions(&mut p, &roles), 0);
+    }
+}
