@@ -2085,6 +2085,10 @@ pub struct Inherited {
     pub ancestors_hold: SmallVec<[(ThreadId, SmallSet<Held>); 1]>,
 }
 
+/// What a thread holds at a create statement ([`LocksetResult::at_site`]): the must-lockset,
+/// the may-lockset, the lock history (write mode) and the sibling sets.
+type AtCreation = (SmallSet<Held>, SmallSet<Held>, SmallSet<LockId>, SinceSets);
+
 impl LocksetResult {
     /// The inherited locks of every thread. `active(ancestor, ctx, node, t)` tells whether
     /// thread `t`, a descendant of `ancestor`, may run at that point of `ancestor`.
@@ -2209,15 +2213,14 @@ impl LocksetResult {
     }
 
     /// What `holder` holds at create statement `site`, over its contexts of the statement's
-    /// function: the must-lockset, the may-lockset, the lock history (write mode) and the
-    /// sibling sets (`None` when the statement is not reached).
+    /// function (`None` when the statement does not exist; empty sets when it is not reached).
     fn at_site(
         &self,
         program: &Program,
         graph: &crate::threads::ThreadGraph,
         holder: ThreadId,
         site: crate::context::CallSite,
-    ) -> Option<(SmallSet<Held>, SmallSet<Held>, SmallSet<LockId>, SinceSets)> {
+    ) -> Option<AtCreation> {
         let cfg = program.function(site.func).body.as_ref()?;
         let node = cfg.edges.get(site.edge.0 as usize).map(|e| e.src)?;
         let tc = graph.contexts(holder);

@@ -599,7 +599,7 @@ fn explain_prints_chains_sites_and_reasons() {
             "check",
             "--explain",
             "1",
-            "tests/fixtures/races/grandchild.c",
+            "tests/fixtures/races/join_grandchild_global_assigned.c",
         ])
         .output()
         .expect("runs");
@@ -610,7 +610,7 @@ fn explain_prints_chains_sites_and_reasons() {
         "{text}"
     );
     assert!(
-        text.contains("created at tests/fixtures/races/grandchild.c:"),
+        text.contains("created at tests/fixtures/races/join_grandchild_global_assigned.c:"),
         "{text}"
     );
     assert!(text.contains("locks surely held: none"), "{text}");
@@ -629,7 +629,7 @@ fn explain_prints_chains_sites_and_reasons() {
             "check",
             "--explain",
             &fp,
-            "tests/fixtures/races/grandchild.c",
+            "tests/fixtures/races/join_grandchild_global_assigned.c",
         ])
         .output()
         .expect("runs");
@@ -639,7 +639,7 @@ fn explain_prints_chains_sites_and_reasons() {
             "check",
             "--explain",
             "99",
-            "tests/fixtures/races/grandchild.c",
+            "tests/fixtures/races/join_grandchild_global_assigned.c",
         ])
         .output()
         .expect("runs");

@@ -77,24 +77,23 @@ fn thread_functions(program: &Program, roles: &Roles) -> FxHashSet<FuncId> {
 /// through a pointer, by the program or by library code.
 fn address_taken(program: &Program) -> FxHashSet<FuncId> {
     let mut out = FxHashSet::default();
-    let mut note = |e: &super::Expr| {
-        super::visit::walk_expr(e, &mut |x| {
-            if let ExprKind::Func(f) = x.kind {
-                out.insert(f);
-            }
-        })
+    let mut note = |x: &super::Expr| {
+        if let ExprKind::Func(f) = x.kind {
+            out.insert(f);
+        }
     };
     for f in &program.functions {
         if let Some(cfg) = &f.body {
             for e in &cfg.edges {
-                super::visit::op_exprs(&e.op, &mut |x| note(x));
+                // `op_exprs` reaches every sub-expression.
+                super::visit::op_exprs(&e.op, &mut note);
             }
         }
     }
     for g in &program.globals {
         for item in &g.init {
             if let super::InitValue::Expr(v) = &item.value {
-                note(v);
+                super::visit::walk_expr(v, &mut note);
             }
         }
     }
@@ -265,6 +264,10 @@ pub fn specialise_thread_functions(program: &mut Program, roles: &Roles) -> usiz
             }
             copies += 1;
             copied_edges += size;
+        }
+        // The original is now called only through pointers, if at all.
+        if !taken.contains(&wid) {
+            reachable[w] = false;
         }
     }
     copies

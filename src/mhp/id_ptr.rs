@@ -38,18 +38,17 @@ pub(super) struct IdPointers {
     locals: FxHashMap<(FuncId, LocalId), Expr>,
 }
 
-/// The uses of a local in an instruction: (all loads of it, loads of it in an id-pointer
-/// position). A candidate in `ok` positions stays a candidate while both counts agree.
+/// The loads of local `l` in an instruction (compared with [`IdPointers::ok_loads`], its loads
+/// in id-pointer positions: a candidate keeps only those).
 fn count_loads(op: &Op, l: LocalId) -> usize {
     let mut n = 0;
-    crate::ir::visit::op_exprs(op, &mut |x| {
-        crate::ir::visit::walk_expr(x, &mut |y| {
-            if let ExprKind::Load(lv) = &y.kind
-                && whole_local(lv) == Some(l)
-            {
-                n += 1;
-            }
-        })
+    // `op_exprs` reaches every sub-expression once.
+    crate::ir::visit::op_exprs(op, &mut |y| {
+        if let ExprKind::Load(lv) = &y.kind
+            && whole_local(lv) == Some(l)
+        {
+            n += 1;
+        }
     });
     n
 }
@@ -72,12 +71,10 @@ impl IdPointers {
                 {
                     sites.entry(*g).or_default().push((fid, EdgeId(ei as u32)));
                 }
-                crate::ir::visit::op_exprs(&e.op, &mut |x| {
-                    crate::ir::visit::walk_expr(x, &mut |y| {
-                        if let ExprKind::Func(g) = y.kind {
-                            taken.insert(g);
-                        }
-                    })
+                crate::ir::visit::op_exprs(&e.op, &mut |y| {
+                    if let ExprKind::Func(g) = y.kind {
+                        taken.insert(g);
+                    }
                 });
             }
         }
@@ -303,5 +300,35 @@ pub(super) fn deref_of(e: &Expr) -> Option<&Expr> {
             Host::Var(_) => None,
         },
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::frontend::{self, FrontendOptions};
+    use crate::model::Model;
+
+    #[test]
+    fn a_local_defined_once_as_an_address_is_an_id_pointer() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.c");
+        std::fs::write(
+            &path,
+            "#include <pthread.h>\nvoid *t(void *a) { return 0; }\n\
+             int main(void) { pthread_t id; pthread_t *h = &id; pthread_create(h, 0, t, 0); \
+             pthread_join(*h, 0); return 0; }\n",
+        )
+        .expect("write");
+        let p = frontend::load(&[path], &FrontendOptions::default())
+            .expect("lowers")
+            .0;
+        let roles = Model::shipped().classify(&p);
+        let ptrs = super::IdPointers::new(&p, &roles);
+        assert_eq!(
+            ptrs.locals.len(),
+            1,
+            "{:?}",
+            ptrs.locals.keys().collect::<Vec<_>>()
+        );
     }
 }

@@ -166,12 +166,11 @@ impl IdKeys {
                             }
                         }
                     }
-                    (Op::Assign { lhs, rhs }, _) => {
+                    (Op::Assign { lhs, rhs }, _)
                         if crate::ir::visit::whole_local(lhs)
-                            .is_some_and(|l| ptrs.is_local(func, l))
-                        {
-                            exempt.push(rhs);
-                        }
+                            .is_some_and(|l| ptrs.is_local(func, l)) =>
+                    {
+                        exempt.push(rhs);
                     }
                     _ => {}
                 }
@@ -1068,7 +1067,12 @@ impl ActiveThreads<'_> {
                                 }
                                 f.must_active.remove(&c);
                             }
-                            None => f.must_active = BitSet::new(),
+                            // Any thread may have been joined (a child, or a descendant whose
+                            // id the value holds).
+                            None => {
+                                f.must_active = BitSet::new();
+                                f.created_joined = BitSet::new();
+                            }
                         }
                     }
                     Some(r) if r.ends_path() => return,
