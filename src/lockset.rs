@@ -240,6 +240,8 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     table: &'a mut LockTable,
     /// Whether the program may make a mutex recursive: an unlock then may leave it held.
     recursive: bool,
+    /// The known candidates of each unlock statement, by context and edge.
+    unlocks: &'a mut FxHashMap<(FnCtxId, EdgeId), SmallVec<[LockId; 2]>>,
     _p: std::marker::PhantomData<&'p ()>,
 }
 
@@ -793,6 +795,12 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         });
                         match target {
                             Some(locks) => {
+                                let known = self.unlocks.entry((ctx, eid)).or_default();
+                                for l in &locks {
+                                    if !known.contains(l) {
+                                        known.push(*l);
+                                    }
+                                }
                                 for l in locks {
                                     out.push(self.unlock(fact, l));
                                 }
@@ -1074,6 +1082,8 @@ pub struct LocksetResult {
     /// Lock identities.
     pub table: LockTable,
     solutions: Vec<Solution<dataflow::Facts<LockFact>>>,
+    /// Per thread, the known candidates of each unlock statement.
+    unlocks: Vec<FxHashMap<(FnCtxId, EdgeId), SmallVec<[LockId; 2]>>>,
 }
 
 impl LocksetResult {
@@ -1082,6 +1092,7 @@ impl LocksetResult {
         LocksetResult {
             table: LockTable::default(),
             solutions: Vec::new(),
+            unlocks: Vec::new(),
         }
     }
 
@@ -1096,7 +1107,9 @@ impl LocksetResult {
         let recursive = may_be_recursive(program, roles);
         let contexts = &graph.contexts;
         let mut solutions = Vec::with_capacity(contexts.len());
+        let mut unlocks = Vec::with_capacity(contexts.len());
         for tc in contexts {
+            let mut known = FxHashMap::default();
             let mut a = Locksets {
                 program,
                 roles,
@@ -1105,6 +1118,7 @@ impl LocksetResult {
                 tc,
                 table: &mut table,
                 recursive,
+                unlocks: &mut known,
                 _p: std::marker::PhantomData,
             };
             let _ = a.program;
@@ -1116,8 +1130,42 @@ impl LocksetResult {
                 init,
                 u64::MAX,
             ));
+            unlocks.push(known);
         }
-        LocksetResult { table, solutions }
+        LocksetResult {
+            table,
+            solutions,
+            unlocks,
+        }
+    }
+
+    /// The unlock statements of `thread` that release no lock the thread may hold: every
+    /// known candidate is surely not held (and no unknown lock may be held) on every path
+    /// reaching them. `src` gives an edge's source node. Sorted.
+    pub fn unheld_unlocks(
+        &self,
+        thread: ThreadId,
+        src: impl Fn(FnCtxId, EdgeId) -> Option<NodeId>,
+    ) -> Vec<(FnCtxId, EdgeId)> {
+        let Some(known) = self.unlocks.get(thread.0 as usize) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(FnCtxId, EdgeId)> = known
+            .iter()
+            .filter(|((c, e), ids)| {
+                !ids.is_empty()
+                    && src(*c, *e)
+                        .and_then(|n| self.at(thread, *c, n))
+                        .is_some_and(|l| {
+                            !l.may
+                                .iter()
+                                .any(|h| h.lock == LockId::UNKNOWN || ids.contains(&h.lock))
+                        })
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        out.sort();
+        out
     }
 
     /// The locksets at `node` of function context `ctx` of `thread` (`None`: unreachable).

@@ -24,6 +24,11 @@ pub trait Resolver<'p> {
     /// Where the object `p` points to is: the bytes from the pointed-to address to the end of
     /// its object, or (`sized`) exactly one object of `p`'s pointee type.
     fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target>;
+    /// Whether the pointer `p` surely points into an object its thread has not published
+    /// (see [`MemAccess::unpublished`]). Defaults to false.
+    fn unpublished(&self, _p: &'p Expr) -> bool {
+        false
+    }
 }
 
 /// Whether an lvalue is accessed atomically (its type, or an enclosing object's, is `_Atomic`).
@@ -151,6 +156,7 @@ pub fn statement_accesses<'p>(
                                 site: AccessSite::Hidden(*f),
                                 after_call: false,
                                 precise: true,
+                                unpublished: false,
                             });
                         }
                     }
@@ -238,6 +244,7 @@ impl<'p> Collector<'_, 'p> {
         let targets = self.r.lval_targets(lv);
         let precise = targets.len() <= 1;
         let atomic = atomic_lval(self.program, lv);
+        let unpublished = matches!(&lv.host, Host::Deref(p) if self.r.unpublished(p));
         for target in targets {
             self.out.push(MemAccess {
                 target,
@@ -247,6 +254,7 @@ impl<'p> Collector<'_, 'p> {
                 site: AccessSite::Lval(lv),
                 after_call,
                 precise,
+                unpublished,
             });
         }
     }
@@ -262,6 +270,7 @@ impl<'p> Collector<'_, 'p> {
         let atomic = atomic || self.program.types.quals(ty).contains(Quals::ATOMIC);
         let targets = self.r.pointee_targets(p, sized);
         let precise = targets.len() <= 1;
+        let unpublished = self.r.unpublished(p);
         for target in targets {
             self.out.push(MemAccess {
                 target,
@@ -271,6 +280,7 @@ impl<'p> Collector<'_, 'p> {
                 site: AccessSite::Pointee(p),
                 after_call: false,
                 precise,
+                unpublished,
             });
         }
     }

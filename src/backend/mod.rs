@@ -184,6 +184,9 @@ pub struct MemAccess<'p> {
     pub after_call: bool,
     /// The only object the expression can touch (seed 001 §7, condition 8).
     pub precise: bool,
+    /// The access touches only an object its thread allocated and has not published yet
+    /// (`value::publication`): no other thread can reach it, so it races with nothing.
+    pub unpublished: bool,
 }
 
 /// What a pointer expression may point to.

@@ -669,7 +669,9 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                 let edge = EdgeId(ei as u32);
                 let ctx = tc.context(c, edge);
                 for mem in inp.backend.accesses(&ctx) {
-                    if matches!(mem.target, Target::Addr(a) if matches!(a.base, Base::Str(_))) {
+                    if mem.unpublished
+                        || matches!(mem.target, Target::Addr(a) if matches!(a.base, Base::Str(_)))
+                    {
                         continue;
                     }
                     let node = if mem.after_call && inp.locksets.reachable(thread, c, e.dst) {

@@ -15,6 +15,7 @@
 //! its caller's instance of a local are joined, not lost; `malloc` does not return null.
 
 use super::memory::{Obj, State, Val, top};
+use super::publication::{Holder, Site, site_base};
 use crate::backend::Base;
 use crate::backend::syntactic::bitfield_location;
 use crate::context::{CallKind, CallSite, CallTarget, ThreadId};
@@ -140,7 +141,7 @@ impl Shared {
 }
 
 /// The addresses an lvalue designates.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Addrs {
     /// Known objects and byte-offset intervals of the first accessed byte.
     pub targets: SmallVec<[(Base, Interval); 1]>,
@@ -150,6 +151,9 @@ pub struct Addrs {
     pub size: u64,
     /// A bit-field: the bytes are its memory location, which other fields share.
     pub bitfield: bool,
+    /// For `*p` (plus projections) where `p` is only an integer (no address, e.g. the null
+    /// pointer of `offsetof`'s `&((T *)0)->f`): the integers the designated address takes.
+    pub numeric: Interval,
 }
 
 /// What a thread's analysis produced besides its states.
@@ -225,6 +229,27 @@ pub fn truth(v: &Val) -> Bool3 {
     }
 }
 
+/// The result `r` of integer arithmetic on `operand`: an unknown address too when the operand
+/// may be an address, so an address laundered through integers is still seen to escape
+/// ([`super::publication`]).
+fn laundered(operand: &Val, mut r: Val) -> Val {
+    if operand.ptr.unknown || !operand.ptr.targets().is_empty() {
+        r.ptr = Ptr::unknown();
+        r.int = Interval::TOP;
+    }
+    r
+}
+
+/// Whether `p` is only addresses (not null, not an integer) and `n` only an integer.
+fn address_plus_int(p: &Val, n: &Val) -> bool {
+    !p.ptr.targets().is_empty()
+        && !p.ptr.unknown
+        && !p.ptr.null
+        && p.int.is_bottom()
+        && n.ptr.is_empty()
+        && !n.int.is_bottom()
+}
+
 fn bool_val(b: Bool3) -> Val {
     Val::int(match b {
         Bool3::True => Interval::constant(1),
@@ -266,7 +291,7 @@ impl<'p> Interp<'_, 'p> {
                 ptr: v.ptr,
             },
             None => match self.types().kind(ty) {
-                TypeKind::Float(_) | TypeKind::Complex(_) => Val::int(Interval::TOP),
+                TypeKind::Float(_) | TypeKind::Complex(_) => laundered(&v, Val::int(Interval::TOP)),
                 _ => v,
             },
         }
@@ -300,7 +325,8 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
-    /// Stores `v` at `off` of `b` in `s` (and in the thread's visible stores).
+    /// Stores `v` at `off` of `b` in `s` (and in the thread's visible stores). A store of an
+    /// address into memory other threads may read publishes the object ([`super::publication`]).
     pub fn store(
         &mut self,
         s: &mut State,
@@ -313,10 +339,34 @@ impl<'p> Interp<'_, 'p> {
         if matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
+        match self.holder(&b) {
+            Some(h) => s.publ.forget_holder(h),
+            None => self.publish_carried(s, std::slice::from_ref(v)),
+        }
+        self.store_raw(s, b, off, size, v, strong);
+    }
+
+    /// [`Interp::store`] of a value that cannot be the address of an unpublished object (what a
+    /// library function writes: it was not given that address).
+    fn store_raw(
+        &mut self,
+        s: &mut State,
+        b: Base,
+        off: Interval,
+        size: u64,
+        v: &Val,
+        strong: bool,
+    ) {
+        if matches!(b, Base::Func(_) | Base::Str(_)) {
+            return;
+        }
+        if let Some(h) = self.holder(&b) {
+            s.publ.forget_holder(h);
+        }
         let mut o = s.obj(&b);
         o.write(off, size, v, strong);
         s.set(b, o);
-        if self.shared_base(&b) {
+        if s.multi && self.shared_base(&b) {
             self.effects
                 .stores
                 .entry(b)
@@ -325,13 +375,88 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
+    /// The trackable local ([`Holder`]) a base is, if it is one: a local of this
+    /// thread whose address is never taken.
+    pub fn holder(&self, b: &Base) -> Option<Holder> {
+        match b {
+            Base::Local {
+                thread,
+                func,
+                local,
+            } if *thread == self.thread && !self.addr_taken.contains(&(*func, *local)) => {
+                Some((*func, *local))
+            }
+            _ => None,
+        }
+    }
+
+    /// The trackable local `e` loads as a whole (casts aside), if any.
+    pub fn holder_expr(&self, func: FuncId, e: &Expr) -> Option<Holder> {
+        match &strip_casts(e).kind {
+            ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
+                Host::Var(Var::Local(l)) if !self.addr_taken.contains(&(func, l)) => {
+                    Some((func, l))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The trackable local `lv` is as a whole, if any.
+    fn holder_lval(&self, func: FuncId, lv: &Lval) -> Option<Holder> {
+        match lv.host {
+            Host::Var(Var::Local(l))
+                if lv.proj.is_empty() && !self.addr_taken.contains(&(func, l)) =>
+            {
+                Some((func, l))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `v` may be the address of an object of `site` allocated by this thread.
+    fn carries(&self, v: &Val, site: Site) -> bool {
+        let base = site_base(self.thread, site);
+        v.ptr.unknown || v.ptr.targets().iter().any(|(b, _)| *b == base)
+    }
+
+    /// Publishes the objects the values `vals` may be the addresses of: they are no longer
+    /// fresh, and the contents of pending ones go to the shared invariant.
+    fn publish_carried(&mut self, s: &mut State, vals: &[Val]) {
+        if s.publ.is_empty() {
+            return;
+        }
+        let sites = s.publ.sites();
+        let carried: SmallVec<[Site; 2]> = sites
+            .into_iter()
+            .filter(|site| vals.iter().any(|v| self.carries(v, *site)))
+            .collect();
+        if carried.is_empty() {
+            return;
+        }
+        for site in s.publ.publish(|x| carried.contains(&x)) {
+            let b = site_base(self.thread, site);
+            let o = s.obj(&b);
+            self.effects
+                .stores
+                .entry(b)
+                .or_insert_with(Obj::empty)
+                .join_with(&o, false);
+        }
+    }
+
     /// The addresses `lv` designates in `s` (function `func`).
     pub fn lval_addrs(&self, s: &State, func: FuncId, lv: &Lval) -> Addrs {
         let types = self.types();
         let mut out = Addrs {
+            targets: SmallVec::new(),
+            unknown: false,
             size: types.size_of(lv.ty).unwrap_or(1),
-            ..Addrs::default()
+            bitfield: false,
+            numeric: Interval::BOTTOM,
         };
+        let mut numeric = Interval::BOTTOM;
         let (mut targets, start_ty): (SmallVec<[(Base, Interval); 1]>, TypeId) = match &lv.host {
             Host::Var(Var::Global(g)) => (
                 smallvec::smallvec![(Base::Global(*g), Interval::constant(0))],
@@ -356,7 +481,16 @@ impl<'p> Interp<'_, 'p> {
                 )
             }
             Host::Deref(p) => {
-                let v = self.eval(s, func, p).as_ptr();
+                let pv = self.eval(s, func, p);
+                let v = pv.as_ptr();
+                if v.targets().is_empty() && !v.unknown {
+                    // An integer used as an address (`(T *)0`): its numeric value.
+                    numeric = if pv.ptr.null {
+                        pv.int.join(&Interval::constant(0))
+                    } else {
+                        pv.int
+                    };
+                }
                 out.unknown = v.unknown;
                 let ts = v
                     .targets()
@@ -408,6 +542,9 @@ impl<'p> Interp<'_, 'p> {
         }
         targets.retain(|(_, off)| !off.is_bottom());
         out.targets = targets;
+        if !numeric.is_bottom() {
+            out.numeric = numeric.add(&delta);
+        }
         out
     }
 
@@ -439,6 +576,10 @@ impl<'p> Interp<'_, 'p> {
             }
             ExprKind::AddrOf(lv) => {
                 let a = self.lval_addrs(s, func, lv);
+                if a.targets.is_empty() && !a.unknown && !a.numeric.is_bottom() {
+                    // `&((T *)0)->f` (`offsetof`): an integer.
+                    return Val::int(a.numeric);
+                }
                 let mut p = if a.unknown {
                     Ptr::unknown()
                 } else {
@@ -466,8 +607,10 @@ impl<'p> Interp<'_, 'p> {
                         Bool3::False => Bool3::True,
                         Bool3::Maybe => Bool3::Maybe,
                     }),
-                    UnOp::Neg => self.convert(Val::int(v.as_int().neg()), e.ty),
-                    UnOp::BitNot => self.convert(Val::int(v.as_int().bitnot()), e.ty),
+                    UnOp::Neg => self.convert(laundered(&v, Val::int(v.as_int().neg())), e.ty),
+                    UnOp::BitNot => {
+                        self.convert(laundered(&v, Val::int(v.as_int().bitnot())), e.ty)
+                    }
                 }
             }
             ExprKind::Binary(op, a, b) => self.binary(s, func, *op, a, b, e.ty),
@@ -522,6 +665,27 @@ impl<'p> Interp<'_, 'p> {
                 }
             }
             Lt | Gt | Le | Ge | Eq | Ne => bool_val(self.compare(op, &va, &vb, a.ty)),
+            Add | Sub
+                if address_plus_int(&va, &vb) || (op == Add && address_plus_int(&vb, &va)) =>
+            {
+                // An address held in an integer, moved by an integer (`(uintptr_t)p - off`):
+                // the same object at another offset.
+                let (p, n) = if address_plus_int(&va, &vb) {
+                    (&va, vb.int)
+                } else {
+                    (&vb, va.int)
+                };
+                let d = if op == Sub { n.neg() } else { n };
+                let mut ptr = p.ptr.offset_by(&d);
+                ptr.null = false;
+                self.convert(
+                    Value {
+                        int: Interval::BOTTOM,
+                        ptr,
+                    },
+                    ty,
+                )
+            }
             _ => {
                 let (x, y) = (va.as_int(), vb.as_int());
                 let r = match op {
@@ -537,7 +701,7 @@ impl<'p> Interp<'_, 'p> {
                     BitXor => x.bitor(&y, true),
                     _ => Interval::TOP,
                 };
-                self.convert(Val::int(r), ty)
+                self.convert(laundered(&va.join(&vb), Val::int(r)), ty)
             }
         }
     }
@@ -686,7 +850,7 @@ impl<'p> Interp<'_, 'p> {
                 continue;
             }
             let range = Interval::new(off.lo().max(0), racedar_domains::interval::POS_INF);
-            self.store(s, b, range, 1, &top(), false);
+            self.store_raw(s, b, range, 1, &top(), false);
         }
     }
 
@@ -840,6 +1004,12 @@ impl<'p> Interp<'_, 'p> {
         };
         let dest_ty = dest.as_ref().map(|d| d.ty);
         let mut result: Option<Val> = None;
+        // The allocation site whose new object the call returns.
+        let mut fresh: Option<Site> = None;
+        if !out.publ.is_empty() && may_retain(self.program, role.as_ref(), args) {
+            let vals: Vec<Val> = args.iter().map(|a| self.eval(s, func, a)).collect();
+            self.publish_carried(&mut out, &vals);
+        }
         match &role {
             Some(r) if r.ends_path() => return State::bottom(),
             Some(Role::Alloc) | Some(Role::Realloc { .. }) => {
@@ -869,18 +1039,13 @@ impl<'p> Interp<'_, 'p> {
                     None => Obj::filled(content.clone()),
                 };
                 out.set(base, obj);
-                self.effects
-                    .stores
-                    .entry(base)
-                    .or_insert_with(Obj::empty)
-                    .rest = content.join(
-                    &self
-                        .effects
-                        .stores
-                        .get(&base)
-                        .map(|o| o.rest.clone())
-                        .unwrap_or_else(Val::bottom),
-                );
+                // The new object is the site's most recent one; other threads see its initial
+                // contents once it is published (before that they cannot reach it).
+                let site = (func, at.edge);
+                out.publ.allocate(site, None, out.multi);
+                if matches!(role, Some(Role::Alloc)) {
+                    fresh = Some(site);
+                }
                 result = Some(Val::address(base, Interval::constant(0)));
             }
             Some(Role::Nondet) | Some(Role::Free { .. }) => {}
@@ -910,6 +1075,7 @@ impl<'p> Interp<'_, 'p> {
                 if let Some(p) = args.get(*thread_id) {
                     self.store_through(&mut out, func, p, &self.top_of(self.types().common.ulong));
                 }
+                out.multi = true;
             }
             Some(Role::Access {
                 writes,
@@ -961,6 +1127,9 @@ impl<'p> Interp<'_, 'p> {
             let v = result.unwrap_or_else(|| self.top_of(ty));
             let v = self.convert(v, ty);
             self.assign(&mut out, func, d, &v);
+            if let (Some(site), Some(h)) = (fresh, self.holder_lval(func, d)) {
+                out.publ.restore(site, h);
+            }
         }
         out
     }
@@ -993,8 +1162,16 @@ impl<'p> Interp<'_, 'p> {
                 if self.types().is_aggregate(lhs.ty) {
                     self.copy_aggregate(&mut s, func, lhs, rhs);
                 } else {
+                    // `l = m` with `m` holding a fresh object: `l` holds it too.
+                    let copy = self
+                        .holder_lval(func, lhs)
+                        .zip(self.holder_expr(func, rhs))
+                        .and_then(|(l, m)| d.publ.held_by(m).map(|site| (site, l)));
                     let v = self.eval(d, func, rhs);
                     self.assign(&mut s, func, lhs, &v);
+                    if let Some((site, l)) = copy {
+                        s.publ.add_holder(site, l);
+                    }
                 }
                 s
             }
@@ -1012,6 +1189,8 @@ impl<'p> Interp<'_, 'p> {
                     Some(e) => self.eval(d, func, e),
                     None => Val::bottom(),
                 };
+                s.publ
+                    .set_ret(e.as_ref().and_then(|e| self.holder_expr(func, e)));
                 s
             }
             Op::Asm { outputs, .. } => {
@@ -1087,6 +1266,9 @@ impl<'p> Interp<'_, 'p> {
         s.ret = Val::bottom();
         let g = target.func;
         self.forget_locals(&mut s, g);
+        // The callee's locals are new (a recursive call's caller loses its holders too).
+        s.publ.forget_holders(|h| h.0 == g);
+        s.publ.set_ret(None);
         if target.kind == CallKind::Once {
             return s;
         }
@@ -1117,6 +1299,14 @@ impl<'p> Interp<'_, 'p> {
                 );
             } else {
                 self.store(&mut s, base, Interval::constant(0), size, &v, true);
+                // A parameter bound to a fresh object's holder holds it too.
+                if let Some(site) = args
+                    .get(i)
+                    .and_then(|a| self.holder_expr(at.fctx.func, a))
+                    .and_then(|h| d.publ.held_by(h))
+                {
+                    s.publ.add_holder(site, (g, *p));
+                }
             }
         }
         s
@@ -1161,6 +1351,9 @@ impl<'p> Interp<'_, 'p> {
         let caller = at.fctx.func;
         let mut s = exit.clone();
         s.ret = Val::bottom();
+        // The callee's locals are gone; what it returned is the caller's.
+        let returned = s.publ.take_ret();
+        s.publ.forget_holders(|h| h.0 == target.func);
         // Locals of the thread's functions.
         let lo = Base::Local {
             thread: self.thread,
@@ -1205,8 +1398,61 @@ impl<'p> Interp<'_, 'p> {
                 self.convert(exit.ret.clone(), d.ty)
             };
             self.assign(&mut s, caller, d, &v);
+            if let (Some(site), Some(h), false) = (
+                returned,
+                self.holder_lval(caller, d),
+                target.kind == CallKind::Once,
+            ) {
+                s.publ.restore(site, h);
+            }
         }
         s
+    }
+}
+
+/// Whether a library call may keep the addresses its arguments carry where another thread can
+/// reach them ([`super::publication`]): anything but synchronisation on objects, `free`, and library
+/// functions that read and write through their pointers without storing pointers (none of the
+/// objects they write has a pointer type).
+fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> bool {
+    match role {
+        Some(
+            Role::Free { .. }
+            | Role::Lock { .. }
+            | Role::Unlock { .. }
+            | Role::CondWait { .. }
+            | Role::CondSignal { .. }
+            | Role::BarrierWait { .. }
+            | Role::SemWait { .. }
+            | Role::SemPost { .. }
+            | Role::MutexAttrSettype { .. }
+            | Role::ThreadJoin { .. }
+            | Role::Alloc
+            | Role::Nondet
+            | Role::Assume { .. }
+            | Role::AtomicBegin
+            | Role::AtomicEnd
+            | Role::Noreturn,
+        ) => false,
+        Some(Role::Access {
+            writes,
+            writes_from,
+            ..
+        }) => {
+            let written = writes
+                .iter()
+                .copied()
+                .chain(writes_from.iter().flat_map(|f| *f..args.len()));
+            let types = &program.types;
+            written.into_iter().any(|i| {
+                args.get(i).is_some_and(|a| {
+                    types
+                        .pointee(strip_casts(a).ty)
+                        .is_none_or(|t| types.is_pointer(t))
+                })
+            })
+        }
+        _ => true,
     }
 }
 

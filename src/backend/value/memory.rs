@@ -12,6 +12,7 @@
 //! A [`State`] stores only the objects a thread changed (`delta`) over a shared initial map
 //! (`init`): joins and equality tests cost the size of the deltas, not of the program.
 
+use super::publication::Publication;
 use crate::backend::Base;
 use crate::context::ThreadId;
 use imbl::OrdMap;
@@ -365,11 +366,21 @@ pub struct State {
     pub delta: Mem,
     /// The value being returned (at a function's exit).
     pub ret: Val,
+    /// Other threads may run: the thread is not `main`, or `main` may have created a thread.
+    /// Before that, `main`'s stores need not reach the shared invariant: every thread starts
+    /// from its creator's state, which holds them.
+    pub multi: bool,
+    /// Which heap objects of the thread are unpublished ([`Publication`]).
+    pub publ: Publication,
 }
 
 impl PartialEq for State {
     fn eq(&self, o: &Self) -> bool {
-        self.live == o.live && self.delta == o.delta && self.ret == o.ret
+        self.live == o.live
+            && self.multi == o.multi
+            && self.delta == o.delta
+            && self.ret == o.ret
+            && self.publ == o.publ
     }
 }
 
@@ -385,6 +396,8 @@ impl State {
             }),
             delta: Mem::new(),
             ret: Val::bottom(),
+            multi: false,
+            publ: Publication::default(),
         }
     }
 
@@ -392,9 +405,11 @@ impl State {
     pub fn start(frame: Rc<Frame>) -> State {
         State {
             live: true,
+            multi: frame.thread != ThreadId::MAIN,
             frame,
             delta: Mem::new(),
             ret: Val::bottom(),
+            publ: Publication::default(),
         }
     }
 
@@ -442,6 +457,13 @@ impl State {
             return true;
         }
         let mut changed = false;
+        if o.multi && !self.multi {
+            self.multi = true;
+            changed = true;
+        }
+        if self.publ != o.publ {
+            changed |= self.publ.join_with(&o.publ);
+        }
         // Only the objects the two deltas do not share need a join.
         let diffs: Vec<ObjDiff> = self
             .delta

@@ -15,6 +15,7 @@
 
 pub mod interp;
 pub mod memory;
+pub mod publication;
 
 use super::accesses::{self, Resolver};
 use super::syntactic::Syntactic;
@@ -333,6 +334,32 @@ fn range_of(off: Interval, size: u64) -> (ByteRange, bool) {
 }
 
 impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
+    fn unpublished(&self, p: &'p Expr) -> bool {
+        if self.state.publ.is_empty() {
+            return false;
+        }
+        // `h`, `h + k` or `h - k` (casts aside) with `h` holding a fresh object.
+        let inner = crate::ir::visit::strip_casts(p);
+        let base = match &inner.kind {
+            crate::ir::ExprKind::Binary(
+                crate::ir::BinOp::PtrAdd | crate::ir::BinOp::PtrSub,
+                a,
+                _,
+            ) => a,
+            _ => inner,
+        };
+        let Some(site) = self
+            .interp
+            .holder_expr(self.func, base)
+            .and_then(|h| self.state.publ.held_by(h))
+        else {
+            return false;
+        };
+        let heap = publication::site_base(self.interp.thread, site);
+        let v = self.interp.eval(self.state, self.func, p).as_ptr();
+        !v.unknown && !v.targets().is_empty() && v.targets().iter().all(|(b, _)| *b == heap)
+    }
+
     fn lval_targets(&self, lv: &'p Lval) -> Vec<Target> {
         let a = self.interp.lval_addrs(self.state, self.func, lv);
         let mut out: Vec<Target> = a
