@@ -154,6 +154,9 @@ pub struct Addrs {
     /// For `*p` (plus projections) where `p` is only an integer (no address, e.g. the null
     /// pointer of `offsetof`'s `&((T *)0)->f`): the integers the designated address takes.
     pub numeric: Interval,
+    /// For `*p` (plus projections) where `p` points into the recent object of a site
+    /// ([`super::publication`]): that site.
+    pub recent: Option<Site>,
 }
 
 /// What a thread's analysis produced besides its states.
@@ -313,10 +316,33 @@ impl<'p> Interp<'_, 'p> {
 
     /// Reads `size` bytes at `off` of `b`.
     pub fn read(&self, s: &State, b: &Base, off: Interval, size: u64) -> Val {
-        let own = match s.stored(b) {
+        self.read_via(s, b, off, size, None)
+    }
+
+    /// Reads `size` bytes at `off` of `b`; `via`: through a pointer into the recent object of
+    /// that site ([`super::publication`]), which is then the only object read.
+    pub fn read_via(
+        &self,
+        s: &State,
+        b: &Base,
+        off: Interval,
+        size: u64,
+        via: Option<Site>,
+    ) -> Val {
+        let fresh = s.fresh_of(b);
+        if let Some(f) = fresh
+            && via == Some(f.site)
+        {
+            // Nobody else can have stored to it.
+            return f.recent.read(off, size);
+        }
+        let mut own = match s.stored(b) {
             Some(o) => o.read(off, size),
             None => s.frame.default_obj(b).read(off, size),
         };
+        if let Some(f) = fresh {
+            own = own.join(&f.recent.read(off, size));
+        }
         if self.shared_base(b) {
             self.effects.reads.borrow_mut().insert(*b);
             own.join(&self.shared.read(b, self.thread, self.unique, off, size))
@@ -325,8 +351,10 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
-    /// Stores `v` at `off` of `b` in `s` (and in the thread's visible stores). A store of an
-    /// address into memory other threads may read publishes the object ([`super::publication`]).
+    /// Stores `v` at `off` of `b` in `s` (and in the thread's visible stores); `via` as for
+    /// [`Interp::read_via`]. A store of an address into memory other threads may read
+    /// publishes the object ([`super::publication`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
         s: &mut State,
@@ -335,19 +363,20 @@ impl<'p> Interp<'_, 'p> {
         size: u64,
         v: &Val,
         strong: bool,
+        via: Option<Site>,
     ) {
         if matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
-        match self.holder(&b) {
-            Some(h) => s.publ.forget_holder(h),
-            None => self.publish_carried(s, std::slice::from_ref(v)),
+        if self.holder(&b).is_none() {
+            self.publish_carried(s, std::slice::from_ref(v));
         }
-        self.store_raw(s, b, off, size, v, strong);
+        self.store_raw(s, b, off, size, v, strong, via);
     }
 
     /// [`Interp::store`] of a value that cannot be the address of an unpublished object (what a
     /// library function writes: it was not given that address).
+    #[allow(clippy::too_many_arguments)]
     fn store_raw(
         &mut self,
         s: &mut State,
@@ -356,16 +385,34 @@ impl<'p> Interp<'_, 'p> {
         size: u64,
         v: &Val,
         strong: bool,
+        via: Option<Site>,
     ) {
         if matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
         if let Some(h) = self.holder(&b) {
-            s.publ.forget_holder(h);
+            s.forget_holders(|x| x == h);
         }
-        let mut o = s.obj(&b);
-        o.write(off, size, v, strong);
-        s.set(b, o);
+        match s.fresh_of(&b).map(|f| (f.site, (*f.recent).clone())) {
+            Some((site, mut recent)) => {
+                if via == Some(site) {
+                    // The one recent object: strong updates.
+                    recent.write(off, size, v, strong);
+                } else {
+                    // The recent object or another one of the site.
+                    recent.write(off, size, v, false);
+                    let mut o = s.obj(&b);
+                    o.write(off, size, v, false);
+                    s.set(b, o);
+                }
+                s.set_recent(site, recent);
+            }
+            None => {
+                let mut o = s.obj(&b);
+                o.write(off, size, v, strong);
+                s.set(b, o);
+            }
+        }
         if s.multi && self.shared_base(&b) {
             self.effects
                 .stores
@@ -390,17 +437,32 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
-    /// The trackable local `e` loads as a whole (casts aside), if any.
-    pub fn holder_expr(&self, func: FuncId, e: &Expr) -> Option<Holder> {
-        match &strip_casts(e).kind {
-            ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
-                Host::Var(Var::Local(l)) if !self.addr_taken.contains(&(func, l)) => {
-                    Some((func, l))
-                }
-                _ => None,
-            },
-            _ => None,
+    /// The site whose recent object the pointer `e` surely points into: `h`, `h + k`, `h - k`
+    /// or `&h->f…` (casts aside) for a holder `h` of the object ([`super::publication`]).
+    pub fn fresh_site(&self, s: &State, func: FuncId, e: &Expr) -> Option<Site> {
+        if s.publ.fresh.is_empty() {
+            return None;
         }
+        let mut e = strip_casts(e);
+        for _ in 0..16 {
+            match &e.kind {
+                ExprKind::Load(lv) if lv.proj.is_empty() => {
+                    return match lv.host {
+                        Host::Var(Var::Local(l)) if !self.addr_taken.contains(&(func, l)) => {
+                            s.publ.held_by((func, l))
+                        }
+                        _ => None,
+                    };
+                }
+                ExprKind::Binary(BinOp::PtrAdd | BinOp::PtrSub, a, _) => e = strip_casts(a),
+                ExprKind::AddrOf(lv) => match &lv.host {
+                    Host::Deref(p) => e = strip_casts(p),
+                    Host::Var(_) => return None,
+                },
+                _ => return None,
+            }
+        }
+        None
     }
 
     /// The trackable local `lv` is as a whole, if any.
@@ -435,9 +497,9 @@ impl<'p> Interp<'_, 'p> {
         if carried.is_empty() {
             return;
         }
-        for site in s.publ.publish(|x| carried.contains(&x)) {
+        for site in s.publish(|x| carried.contains(&x)) {
             let b = site_base(self.thread, site);
-            let o = s.obj(&b);
+            let o = s.view(&b);
             self.effects
                 .stores
                 .entry(b)
@@ -455,6 +517,7 @@ impl<'p> Interp<'_, 'p> {
             size: types.size_of(lv.ty).unwrap_or(1),
             bitfield: false,
             numeric: Interval::BOTTOM,
+            recent: None,
         };
         let mut numeric = Interval::BOTTOM;
         let (mut targets, start_ty): (SmallVec<[(Base, Interval); 1]>, TypeId) = match &lv.host {
@@ -481,6 +544,7 @@ impl<'p> Interp<'_, 'p> {
                 )
             }
             Host::Deref(p) => {
+                out.recent = self.fresh_site(s, func, p);
                 let pv = self.eval(s, func, p);
                 let v = pv.as_ptr();
                 if v.targets().is_empty() && !v.unknown {
@@ -566,7 +630,7 @@ impl<'p> Interp<'_, 'p> {
                 }
                 let mut v = Val::bottom();
                 for (b, off) in &a.targets {
-                    v = v.join(&self.read(s, b, *off, a.size));
+                    v = v.join(&self.read_via(s, b, *off, a.size, a.recent));
                 }
                 if v.is_bottom() {
                     // Memory nobody is known to have stored to: any value of the type.
@@ -775,7 +839,7 @@ impl<'p> Interp<'_, 'p> {
             v.clone()
         };
         for (b, off) in a.targets {
-            self.store(s, b, off, a.size, &v, strong);
+            self.store(s, b, off, a.size, &v, strong, a.recent);
         }
     }
 
@@ -797,9 +861,13 @@ impl<'p> Interp<'_, 'p> {
                 so.as_constant().unwrap_or(0) as u64,
                 doff.as_constant().unwrap_or(0) as u64,
             );
-            let sobj = match s.stored(&sb) {
-                Some(o) => o.clone(),
-                None => s.frame.default_obj(&sb),
+            let sobj = match s.fresh_of(&sb) {
+                Some(f) if src.recent == Some(f.site) => (*f.recent).clone(),
+                Some(_) => s.view(&sb),
+                None => match s.stored(&sb) {
+                    Some(o) => o.clone(),
+                    None => s.frame.default_obj(&sb),
+                },
             };
             // Bytes without a cell in the source: its rest (and others' stores).
             let mut rest = sobj.rest.clone();
@@ -820,10 +888,17 @@ impl<'p> Interp<'_, 'p> {
                 1,
                 &rest,
                 false,
+                dst.recent,
             );
             for c in sobj.cells() {
                 if c.off >= so && c.off + c.size <= so + size {
-                    let v = self.read(s, &sb, Interval::constant(c.off as i128), c.size);
+                    let v = self.read_via(
+                        s,
+                        &sb,
+                        Interval::constant(c.off as i128),
+                        c.size,
+                        src.recent,
+                    );
                     self.store(
                         s,
                         db,
@@ -831,6 +906,7 @@ impl<'p> Interp<'_, 'p> {
                         c.size,
                         &v,
                         true,
+                        dst.recent,
                     );
                 }
             }
@@ -838,19 +914,28 @@ impl<'p> Interp<'_, 'p> {
         }
         for (b, off) in dst.targets {
             let hi = off.hi().saturating_add(size.max(1) as i128 - 1);
-            self.store(s, b, Interval::new(off.lo(), hi), 1, &top(), false);
+            self.store(
+                s,
+                b,
+                Interval::new(off.lo(), hi),
+                1,
+                &top(),
+                false,
+                dst.recent,
+            );
         }
     }
 
     /// Stores unknown values into every object `p` may point to, from the pointed byte on.
     fn havoc_pointee(&mut self, s: &mut State, func: FuncId, p: &Expr) {
         let v = self.eval(s, func, p).as_ptr();
+        let via = self.fresh_site(s, func, p);
         for (b, off) in v.targets().to_vec() {
             if matches!(b, Base::Func(_) | Base::Str(_)) {
                 continue;
             }
             let range = Interval::new(off.lo().max(0), racedar_domains::interval::POS_INF);
-            self.store_raw(s, b, range, 1, &top(), false);
+            self.store_raw(s, b, range, 1, &top(), false, via);
         }
     }
 
@@ -929,14 +1014,22 @@ impl<'p> Interp<'_, 'p> {
         if off.as_constant().is_none() || matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
-        let own = match s.stored(&b) {
-            Some(o) => o.clone(),
-            None => s.frame.default_obj(&b),
+        // The recent object of a fresh site is refined when the lvalue surely goes to it;
+        // otherwise it may be another object of the site.
+        let recent = match s.fresh_of(&b) {
+            Some(f) if a.recent == Some(f.site) => Some((f.site, (*f.recent).clone())),
+            Some(_) => return,
+            None => None,
+        };
+        let own = match (&recent, s.stored(&b)) {
+            (Some((_, r)), _) => r.clone(),
+            (None, Some(o)) => o.clone(),
+            (None, None) => s.frame.default_obj(&b),
         };
         if own.summary {
             return;
         }
-        let cur = self.read(s, &b, off, a.size);
+        let cur = self.read_via(s, &b, off, a.size, a.recent);
         let mut new = cur.clone();
         let y = other.as_int();
         let pointer = self.types().is_pointer(lv.ty);
@@ -987,7 +1080,10 @@ impl<'p> Interp<'_, 'p> {
         }
         let mut o = own;
         o.write(off, a.size, &new, true);
-        s.set(b, o);
+        match recent {
+            Some((site, _)) => s.set_recent(site, o),
+            None => s.set(b, o),
+        }
     }
 
     /// The state after a call edge handled here (library functions, unknown functions, the
@@ -1004,8 +1100,8 @@ impl<'p> Interp<'_, 'p> {
         };
         let dest_ty = dest.as_ref().map(|d| d.ty);
         let mut result: Option<Val> = None;
-        // The allocation site whose new object the call returns.
-        let mut fresh: Option<Site> = None;
+        // The allocation site whose new object the call returns, and its contents.
+        let mut fresh: Option<(Site, Obj)> = None;
         if !out.publ.is_empty() && may_retain(self.program, role.as_ref(), args) {
             let vals: Vec<Val> = args.iter().map(|a| self.eval(s, func, a)).collect();
             self.publish_carried(&mut out, &vals);
@@ -1027,24 +1123,34 @@ impl<'p> Interp<'_, 'p> {
                 } else {
                     top()
                 };
-                let obj = match out.stored(&base) {
-                    Some(old) => {
-                        // Allocated again: the base stands for several objects.
-                        let mut o = old.clone();
-                        o.summary = true;
-                        o.rest = o.rest.join(&content);
-                        self.effects.summaries.insert(base);
-                        o
-                    }
-                    None => Obj::filled(content.clone()),
-                };
-                out.set(base, obj);
-                // The new object is the site's most recent one; other threads see its initial
-                // contents once it is published (before that they cannot reach it).
                 let site = (func, at.edge);
-                out.publ.allocate(site, None, out.multi);
-                if matches!(role, Some(Role::Alloc)) {
-                    fresh = Some(site);
+                // A new object kept in a trackable local is the site's recent object
+                // (`publication`): its contents are tracked apart from the site's other
+                // objects, which the base stands for.
+                let holder = match (&role, dest) {
+                    (Some(Role::Alloc), Some(d)) => self.holder_lval(func, d),
+                    _ => None,
+                };
+                let again = out.stored(&base).is_some() || out.publ.fresh(site).is_some();
+                // The previous recent object joins the others; other threads see the new
+                // object's initial contents once it is published (before that they cannot
+                // reach it). With a holder the fact starts once the result is stored.
+                out.allocate(site, None, Obj::empty(), out.multi);
+                if again {
+                    // Allocated again: the base stands for several objects.
+                    self.effects.summaries.insert(base);
+                }
+                let mut obj = match out.stored(&base) {
+                    Some(old) => old.clone(),
+                    None => Obj::empty(),
+                };
+                obj.summary |= again;
+                if holder.is_none() {
+                    obj.rest = obj.rest.join(&content);
+                }
+                out.set(base, obj);
+                if holder.is_some() {
+                    fresh = Some((site, Obj::filled(content)));
                 }
                 result = Some(Val::address(base, Interval::constant(0)));
             }
@@ -1127,8 +1233,9 @@ impl<'p> Interp<'_, 'p> {
             let v = result.unwrap_or_else(|| self.top_of(ty));
             let v = self.convert(v, ty);
             self.assign(&mut out, func, d, &v);
-            if let (Some(site), Some(h)) = (fresh, self.holder_lval(func, d)) {
-                out.publ.restore(site, h);
+            if let (Some((site, recent)), Some(h)) = (fresh, self.holder_lval(func, d)) {
+                let pending = out.multi;
+                out.allocate(site, Some(h), recent, pending);
             }
         }
         out
@@ -1144,8 +1251,9 @@ impl<'p> Interp<'_, 'p> {
             .unwrap_or(8);
         let strong =
             pv.targets().len() == 1 && !pv.unknown && pv.targets()[0].1.as_constant().is_some();
+        let via = self.fresh_site(s, func, p);
         for (b, off) in pv.targets().to_vec() {
-            self.store(s, b, off, size, v, strong);
+            self.store(s, b, off, size, v, strong, via);
         }
     }
 
@@ -1162,11 +1270,11 @@ impl<'p> Interp<'_, 'p> {
                 if self.types().is_aggregate(lhs.ty) {
                     self.copy_aggregate(&mut s, func, lhs, rhs);
                 } else {
-                    // `l = m` with `m` holding a fresh object: `l` holds it too.
+                    // `l = m…` with `m` pointing into a fresh object: so does `l`.
                     let copy = self
                         .holder_lval(func, lhs)
-                        .zip(self.holder_expr(func, rhs))
-                        .and_then(|(l, m)| d.publ.held_by(m).map(|site| (site, l)));
+                        .zip(self.fresh_site(d, func, rhs))
+                        .map(|(l, site)| (site, l));
                     let v = self.eval(d, func, rhs);
                     self.assign(&mut s, func, lhs, &v);
                     if let Some((site, l)) = copy {
@@ -1189,8 +1297,8 @@ impl<'p> Interp<'_, 'p> {
                     Some(e) => self.eval(d, func, e),
                     None => Val::bottom(),
                 };
-                s.publ
-                    .set_ret(e.as_ref().and_then(|e| self.holder_expr(func, e)));
+                let site = e.as_ref().and_then(|e| self.fresh_site(d, func, e));
+                s.set_ret(site);
                 s
             }
             Op::Asm { outputs, .. } => {
@@ -1267,8 +1375,8 @@ impl<'p> Interp<'_, 'p> {
         let g = target.func;
         self.forget_locals(&mut s, g);
         // The callee's locals are new (a recursive call's caller loses its holders too).
-        s.publ.forget_holders(|h| h.0 == g);
-        s.publ.set_ret(None);
+        s.forget_holders(|h| h.0 == g);
+        s.set_ret(None);
         if target.kind == CallKind::Once {
             return s;
         }
@@ -1296,14 +1404,14 @@ impl<'p> Interp<'_, 'p> {
                     1,
                     &top(),
                     false,
+                    None,
                 );
             } else {
-                self.store(&mut s, base, Interval::constant(0), size, &v, true);
-                // A parameter bound to a fresh object's holder holds it too.
+                self.store(&mut s, base, Interval::constant(0), size, &v, true, None);
+                // A parameter bound to a pointer into a fresh object points into it too.
                 if let Some(site) = args
                     .get(i)
-                    .and_then(|a| self.holder_expr(at.fctx.func, a))
-                    .and_then(|h| d.publ.held_by(h))
+                    .and_then(|a| self.fresh_site(d, at.fctx.func, a))
                 {
                     s.publ.add_holder(site, (g, *p));
                 }
@@ -1352,8 +1460,8 @@ impl<'p> Interp<'_, 'p> {
         let mut s = exit.clone();
         s.ret = Val::bottom();
         // The callee's locals are gone; what it returned is the caller's.
-        let returned = s.publ.take_ret();
-        s.publ.forget_holders(|h| h.0 == target.func);
+        let returned = s.publ.returned();
+        s.forget_holders(|h| h.0 == target.func);
         // Locals of the thread's functions.
         let lo = Base::Local {
             thread: self.thread,
@@ -1403,9 +1511,10 @@ impl<'p> Interp<'_, 'p> {
                 self.holder_lval(caller, d),
                 target.kind == CallKind::Once,
             ) {
-                s.publ.restore(site, h);
+                s.publ.add_holder(site, h);
             }
         }
+        s.set_ret(None);
         s
     }
 }

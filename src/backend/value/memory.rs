@@ -12,7 +12,7 @@
 //! A [`State`] stores only the objects a thread changed (`delta`) over a shared initial map
 //! (`init`): joins and equality tests cost the size of the deltas, not of the program.
 
-use super::publication::Publication;
+use super::publication::{self, Ended, FreshObj, Publication};
 use crate::backend::Base;
 use crate::context::ThreadId;
 use imbl::OrdMap;
@@ -370,7 +370,9 @@ pub struct State {
     /// Before that, `main`'s stores need not reach the shared invariant: every thread starts
     /// from its creator's state, which holds them.
     pub multi: bool,
-    /// Which heap objects of the thread are unpublished ([`Publication`]).
+    /// Which heap objects of the thread are unpublished, and the contents of the most recent
+    /// object of their sites ([`Publication`]). The base of such a site holds the site's other
+    /// objects.
     pub publ: Publication,
 }
 
@@ -413,6 +415,78 @@ impl State {
         }
     }
 
+    /// The fresh fact of a heap base of this thread ([`Publication`]).
+    pub fn fresh_of(&self, b: &Base) -> Option<&FreshObj> {
+        match b {
+            Base::Heap { thread, .. } if *thread == self.frame.thread => {
+                self.publ.fresh(publication::base_site(b)?)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every object of `b`: its base's object, and the recent object of a fresh site.
+    pub fn view(&self, b: &Base) -> Obj {
+        let mut o = self.obj(b);
+        if let Some(f) = self.fresh_of(b) {
+            o.join_with(&f.recent, false);
+        }
+        o
+    }
+
+    /// Forgets the fresh holders for which `f` holds ([`Publication::forget_holders`]).
+    pub fn forget_holders(&mut self, f: impl Fn(publication::Holder) -> bool) {
+        let ended = self.publ.forget_holders(f);
+        self.fold(ended);
+    }
+
+    /// Sets the return flags ([`Publication::set_ret`]).
+    pub fn set_ret(&mut self, site: Option<publication::Site>) {
+        let ended = self.publ.set_ret(site);
+        self.fold(ended);
+    }
+
+    /// Publishes the objects of the sites for which `carried` holds
+    /// ([`Publication::publish`]); returns the pending sites whose contents must go to the
+    /// shared invariant.
+    pub fn publish(
+        &mut self,
+        carried: impl Fn(publication::Site) -> bool,
+    ) -> SmallVec<[publication::Site; 1]> {
+        let (ended, flushed) = self.publ.publish(carried);
+        self.fold(ended);
+        flushed
+    }
+
+    /// A new object at `site` ([`Publication::allocate`]).
+    pub fn allocate(
+        &mut self,
+        site: publication::Site,
+        holder: Option<publication::Holder>,
+        recent: Obj,
+        pending: bool,
+    ) {
+        let ended = self.publ.allocate(site, holder, recent, pending);
+        self.fold(ended);
+    }
+
+    /// Replaces the recent object of `site` (a write through one of its holders).
+    pub fn set_recent(&mut self, site: publication::Site, o: Obj) {
+        if let Some(f) = self.publ.fresh.iter_mut().find(|f| f.site == site) {
+            f.recent = Rc::new(o);
+        }
+    }
+
+    /// Joins the recent objects of facts that ended into their sites' bases.
+    pub fn fold(&mut self, ended: impl IntoIterator<Item = Ended>) {
+        for (site, recent) in ended {
+            let b = publication::site_base(self.frame.thread, site);
+            let mut o = self.obj(&b);
+            o.join_with(&recent, false);
+            self.set(b, o);
+        }
+    }
+
     /// The object of `base`.
     pub fn obj(&self, base: &Base) -> Obj {
         match self.delta.get(base) {
@@ -439,11 +513,16 @@ impl State {
         self.delta.remove(base);
     }
 
-    /// Everything the state knows, flattened (initial objects overridden by changes).
+    /// Everything the state knows, flattened (initial objects overridden by changes, recent
+    /// objects joined into their sites' bases).
     pub fn flatten(&self) -> Mem {
         let mut m = self.frame.init.clone();
         for (b, o) in self.delta.iter() {
             m.insert(*b, o.clone());
+        }
+        for f in &self.publ.fresh {
+            let b = publication::site_base(self.frame.thread, f.site);
+            m.insert(b, Rc::new(self.view(&b)));
         }
         m
     }
@@ -461,11 +540,25 @@ impl State {
             self.multi = true;
             changed = true;
         }
+        // Fresh facts only one side keeps end: their recent objects join their bases first
+        // (`theirs` below sees `o`'s folded in).
+        let mut theirs_ended: Vec<Ended> = Vec::new();
         if self.publ != o.publ {
-            changed |= self.publ.join_with(&o.publ);
+            let (c, mine_ended, t) = self.publ.join_with(&o.publ, widen);
+            changed |= c || !mine_ended.is_empty();
+            self.fold(mine_ended);
+            theirs_ended = t.into_vec();
         }
+        let thread = self.frame.thread;
+        let fold_theirs = |b: &Base, obj: &mut Obj| {
+            for (site, recent) in &theirs_ended {
+                if publication::site_base(thread, *site) == *b {
+                    obj.join_with(recent, false);
+                }
+            }
+        };
         // Only the objects the two deltas do not share need a join.
-        let diffs: Vec<ObjDiff> = self
+        let mut diffs: Vec<ObjDiff> = self
             .delta
             .diff(&o.delta)
             .filter_map(|d| match d {
@@ -477,15 +570,22 @@ impl State {
                 } => (!Rc::ptr_eq(a, b)).then(|| (*k, Some(a.clone()), Some(b.clone()))),
             })
             .collect();
+        for (site, _) in &theirs_ended {
+            let b = publication::site_base(thread, *site);
+            if !diffs.iter().any(|d| d.0 == b) {
+                diffs.push((b, self.delta.get(&b).cloned(), o.delta.get(&b).cloned()));
+            }
+        }
         for (b, mine, theirs) in diffs {
             let mut m = match &mine {
                 Some(m) => (**m).clone(),
                 None => self.frame.initial(&b),
             };
-            let t = match &theirs {
+            let mut t = match &theirs {
                 Some(t) => (**t).clone(),
                 None => o.frame.initial(&b),
             };
+            fold_theirs(&b, &mut t);
             if m.join_with(&t, widen) || mine.is_none() {
                 self.delta.insert(b, Rc::new(m));
                 changed = true;

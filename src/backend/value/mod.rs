@@ -335,24 +335,8 @@ fn range_of(off: Interval, size: u64) -> (ByteRange, bool) {
 
 impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
     fn unpublished(&self, p: &'p Expr) -> bool {
-        if self.state.publ.is_empty() {
-            return false;
-        }
-        // `h`, `h + k` or `h - k` (casts aside) with `h` holding a fresh object.
-        let inner = crate::ir::visit::strip_casts(p);
-        let base = match &inner.kind {
-            crate::ir::ExprKind::Binary(
-                crate::ir::BinOp::PtrAdd | crate::ir::BinOp::PtrSub,
-                a,
-                _,
-            ) => a,
-            _ => inner,
-        };
-        let Some(site) = self
-            .interp
-            .holder_expr(self.func, base)
-            .and_then(|h| self.state.publ.held_by(h))
-        else {
+        // A pointer into the recent object of a site, which no other thread can reach.
+        let Some(site) = self.interp.fresh_site(self.state, self.func, p) else {
             return false;
         };
         let heap = publication::site_base(self.interp.thread, site);
@@ -362,6 +346,7 @@ impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
 
     fn lval_targets(&self, lv: &'p Lval) -> Vec<Target> {
         let a = self.interp.lval_addrs(self.state, self.func, lv);
+
         let mut out: Vec<Target> = a
             .targets
             .iter()

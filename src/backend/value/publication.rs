@@ -1,4 +1,5 @@
-//! Publication of heap objects: which objects a thread allocated are still its own.
+//! Publication of heap objects: which objects a thread allocated are still its own, and the
+//! contents of the most recent one.
 //!
 //! An object a thread allocates is reachable only by that thread until its address is
 //! *published*: stored into memory other threads may read (a global, a heap object, a local
@@ -8,19 +9,22 @@
 //! analysis is coarser: every allocation escapes, `notes/racerf-goblint.md` §1.2).
 //!
 //! Between the allocation and the publication the object's address lives only in the thread's
-//! *trackable* locals (locals whose address is never taken, parameters and return values of
+//! *trackable* locals (locals whose address is never taken, the parameters and return values of
 //! the functions it calls). The analysis keeps, flow-sensitively and per allocation site:
 //!
-//! - **fresh** (must information, join = intersection): the locals that surely hold the address
-//!   of the site's *most recent* object, which is unpublished. An allocation at the site makes
-//!   the new object the most recent one (earlier objects of the site may be published: an
-//!   allocation in a loop does not make them private again). An access through one of these
-//!   locals touches that object only.
+//! - **fresh** (must information, join = intersection): the locals that surely point into the
+//!   site's *most recent* object, which is unpublished, and that object's contents (the
+//!   recency abstraction of Balakrishnan and Reps, SAS 2006). The site's base in the memory
+//!   stands for the *other* objects of the site; an access through one of these locals touches
+//!   the recent object only, so it takes strong updates even when the site allocates in a
+//!   loop, and it races with nothing. An allocation at the site makes the new object the most
+//!   recent one: the previous one joins the base's objects (its locals no longer point to the
+//!   recent object). When a fact ends (publication, a join with a path that does not know it,
+//!   its locals overwritten) the recent object's contents are joined into the base's object.
 //! - **pending** (may information, join = union): sites with an object allocated while other
-//!   threads may run whose initial (uninitialised) contents the shared invariant does not hold
-//!   yet. At a publication the object's contents as the thread sees them are added to the
-//!   invariant; until then other threads cannot read them, so they need not see the
-//!   allocation's indeterminate bytes.
+//!   threads may run whose contents the shared invariant does not hold yet. At a publication
+//!   the object's contents as the thread sees them go to the invariant; until then other
+//!   threads cannot read them, so they need not see the allocation's indeterminate bytes.
 //!
 //! A value *may carry* a site's object when its points-to set holds the site's base or an
 //! unknown address. Integer arithmetic on an address gives an unknown address
@@ -30,11 +34,13 @@
 //! of SV-COMP: another thread obtains the address only after the publishing store, which comes
 //! after the owner's earlier accesses in program order.
 
+use super::memory::Obj;
 use crate::backend::Base;
 use crate::context::ThreadId;
 use crate::ir::{EdgeId, FuncId, LocalId};
 use racedar_domains::SmallSet;
 use smallvec::SmallVec;
+use std::rc::Rc;
 
 /// An allocation site: the function and the allocation call's edge.
 pub type Site = (FuncId, EdgeId);
@@ -47,19 +53,31 @@ pub type Holder = (FuncId, LocalId);
 pub struct FreshObj {
     /// The allocation site.
     pub site: Site,
-    /// Locals that surely hold the object's address.
+    /// Locals that surely point into the object (when they point into the site's objects).
     pub holders: SmallSet<Holder>,
-    /// The function being analysed surely returns the object's address (set by `return`).
+    /// The function being analysed surely returns an address into the object (set by
+    /// `return`).
     pub ret: bool,
+    /// The object's contents.
+    pub recent: Rc<Obj>,
 }
+
+impl FreshObj {
+    fn live(&self) -> bool {
+        !self.holders.is_empty() || self.ret
+    }
+}
+
+/// A fact that ended: its site and recent object, to be joined into the site's base.
+pub type Ended = (Site, Rc<Obj>);
 
 /// Publication facts of one program point of a thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Publication {
     /// Unpublished most recent objects, by site (sorted).
-    fresh: SmallVec<[FreshObj; 1]>,
-    /// Sites with objects whose initial contents are not in the shared invariant yet.
-    pending: SmallSet<Site>,
+    pub fresh: SmallVec<[FreshObj; 1]>,
+    /// Sites with objects whose contents are not in the shared invariant yet.
+    pub pending: SmallSet<Site>,
 }
 
 /// The heap base of `site` allocated by `thread`.
@@ -71,44 +89,18 @@ pub fn site_base(thread: ThreadId, site: Site) -> Base {
     }
 }
 
+/// The site of a heap base.
+pub fn base_site(b: &Base) -> Option<Site> {
+    match b {
+        Base::Heap { func, edge, .. } => Some((*func, *edge)),
+        _ => None,
+    }
+}
+
 impl Publication {
     /// Whether nothing is known (no fresh object, nothing pending).
     pub fn is_empty(&self) -> bool {
         self.fresh.is_empty() && self.pending.is_empty()
-    }
-
-    /// `self ⊔= o`: fresh facts both sides hold (holders intersected), pending sites of either.
-    /// Whether `self` changed.
-    pub fn join_with(&mut self, o: &Publication) -> bool {
-        let mut changed = false;
-        let pending = self.pending.union(&o.pending);
-        if pending != self.pending {
-            self.pending = pending;
-            changed = true;
-        }
-        if self.fresh == o.fresh {
-            return changed;
-        }
-        let mut out: SmallVec<[FreshObj; 1]> = SmallVec::new();
-        for f in &self.fresh {
-            let Some(g) = o.fresh.iter().find(|g| g.site == f.site) else {
-                continue;
-            };
-            let holders = f.holders.intersection(&g.holders);
-            let ret = f.ret && g.ret;
-            if !holders.is_empty() || ret {
-                out.push(FreshObj {
-                    site: f.site,
-                    holders,
-                    ret,
-                });
-            }
-        }
-        if out != self.fresh {
-            self.fresh = out;
-            changed = true;
-        }
-        changed
     }
 
     /// The fresh object of `site`.
@@ -116,7 +108,7 @@ impl Publication {
         self.fresh.iter().find(|f| f.site == site)
     }
 
-    /// The site whose most recent object `h` surely holds.
+    /// The site whose most recent object `h` surely points into.
     pub fn held_by(&self, h: Holder) -> Option<Site> {
         self.fresh
             .iter()
@@ -124,10 +116,33 @@ impl Publication {
             .map(|f| f.site)
     }
 
-    /// A new object at `site`, held by `holder` (if any): it is now the site's most recent
-    /// object. `pending`: its initial contents are not in the shared invariant.
-    pub fn allocate(&mut self, site: Site, holder: Option<Holder>, pending: bool) {
-        self.fresh.retain(|f| f.site != site);
+    /// Removes the facts for which `end` holds, returning them.
+    fn end(&mut self, end: impl Fn(&FreshObj) -> bool) -> SmallVec<[Ended; 1]> {
+        let mut out = SmallVec::new();
+        if self.fresh.iter().any(&end) {
+            self.fresh.retain(|f| {
+                if end(f) {
+                    out.push((f.site, f.recent.clone()));
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        out
+    }
+
+    /// A new object at `site` with contents `recent`, pointed into by `holder` (`None`: by no
+    /// trackable local, so no fact). Returns the previous recent object of the site.
+    /// `pending`: its contents are not in the shared invariant.
+    pub fn allocate(
+        &mut self,
+        site: Site,
+        holder: Option<Holder>,
+        recent: Obj,
+        pending: bool,
+    ) -> SmallVec<[Ended; 1]> {
+        let ended = self.end(|f| f.site == site);
         if let Some(h) = holder {
             let pos = self.fresh.partition_point(|f| f.site < site);
             self.fresh.insert(
@@ -136,78 +151,60 @@ impl Publication {
                     site,
                     holders: SmallSet::singleton(h),
                     ret: false,
+                    recent: Rc::new(recent),
                 },
             );
         }
         if pending {
             self.pending.insert(site);
         }
+        ended
     }
 
-    /// `h` now holds the most recent object of `site` too.
+    /// `h` now points into the most recent object of `site` too (if it is still fresh).
     pub fn add_holder(&mut self, site: Site, h: Holder) {
         if let Some(f) = self.fresh.iter_mut().find(|f| f.site == site) {
             f.holders.insert(h);
         }
     }
 
-    /// `h` holds the most recent object of `site`, which is unpublished (a call returned it).
-    pub fn restore(&mut self, site: Site, h: Holder) {
-        match self.fresh.iter_mut().find(|f| f.site == site) {
-            Some(f) => {
-                f.holders.insert(h);
-            }
-            None => {
-                let pos = self.fresh.partition_point(|f| f.site < site);
-                self.fresh.insert(
-                    pos,
-                    FreshObj {
-                        site,
-                        holders: SmallSet::singleton(h),
-                        ret: false,
-                    },
-                );
-            }
-        }
-    }
-
-    /// `h` was overwritten: it holds no fresh object any more.
-    pub fn forget_holder(&mut self, h: Holder) {
-        self.forget_holders(|x| x == h);
-    }
-
-    /// Forgets the holders for which `f` holds (locals of a finished call).
-    pub fn forget_holders(&mut self, f: impl Fn(Holder) -> bool) {
+    /// Forgets the holders for which `f` holds (an overwritten local, the locals of a finished
+    /// call); returns the facts that ended.
+    pub fn forget_holders(&mut self, f: impl Fn(Holder) -> bool) -> SmallVec<[Ended; 1]> {
         if self.fresh.is_empty() {
-            return;
+            return SmallVec::new();
         }
         for o in self.fresh.iter_mut() {
-            o.holders.retain(|h| !f(*h));
+            if o.holders.iter().any(|h| f(*h)) {
+                o.holders.retain(|h| !f(*h));
+            }
         }
-        self.fresh.retain(|o| !o.holders.is_empty() || o.ret);
+        self.end(|o| !o.live())
     }
 
-    /// Sets the return flags: the returned value is a load of holder `h` (`None`: something
-    /// else).
-    pub fn set_ret(&mut self, h: Option<Holder>) {
+    /// Sets the return flags: the returned value points into the recent object of `site`
+    /// (`None`: into none). Returns the facts that ended.
+    pub fn set_ret(&mut self, site: Option<Site>) -> SmallVec<[Ended; 1]> {
         for o in self.fresh.iter_mut() {
-            o.ret = h.is_some_and(|h| o.holders.contains(&h));
+            o.ret = Some(o.site) == site;
         }
-        self.fresh.retain(|o| !o.holders.is_empty() || o.ret);
+        self.end(|o| !o.live())
     }
 
-    /// The site whose object a finished call returned, and clears the return flags.
-    pub fn take_ret(&mut self) -> Option<Site> {
-        let site = self.fresh.iter().find(|o| o.ret).map(|o| o.site);
-        self.set_ret(None);
-        site
+    /// The site whose recent object a finished call returned (its fact is kept while the
+    /// caller stores the result), and clears the other return flags.
+    pub fn returned(&self) -> Option<Site> {
+        self.fresh.iter().find(|o| o.ret).map(|o| o.site)
     }
 
-    /// Publishes the objects of the sites for which `carried` holds: they are no longer fresh
-    /// and no longer pending. Returns the pending sites removed (their contents must go to the
-    /// shared invariant).
-    pub fn publish(&mut self, carried: impl Fn(Site) -> bool) -> SmallVec<[Site; 1]> {
-        self.fresh.retain(|o| !carried(o.site));
+    /// Publishes the objects of the sites for which `carried` holds: their facts end and they
+    /// are no longer pending. Returns the facts that ended and the pending sites removed
+    /// (their contents must go to the shared invariant).
+    pub fn publish(
+        &mut self,
+        carried: impl Fn(Site) -> bool,
+    ) -> (SmallVec<[Ended; 1]>, SmallVec<[Site; 1]>) {
+        let ended = self.end(|o| carried(o.site));
         let mut flushed = SmallVec::new();
         if !self.pending.is_empty() {
             self.pending.retain(|s| {
@@ -219,7 +216,7 @@ impl Publication {
                 }
             });
         }
-        flushed
+        (ended, flushed)
     }
 
     /// Every site with a fresh or pending object.
@@ -229,6 +226,68 @@ impl Publication {
         v.sort();
         v.dedup();
         v
+    }
+
+    /// `self ⊔= o` (`widen`: recent objects widened): the facts both sides hold (holders
+    /// intersected, recent objects joined), pending sites of either. Returns whether `self`
+    /// changed, the facts of `self` that ended and the sites of `o`'s facts that did (their
+    /// recent objects are `o`'s to fold).
+    pub fn join_with(
+        &mut self,
+        o: &Publication,
+        widen: bool,
+    ) -> (bool, SmallVec<[Ended; 1]>, SmallVec<[Ended; 1]>) {
+        let mut changed = false;
+        let pending = self.pending.union(&o.pending);
+        if pending != self.pending {
+            self.pending = pending;
+            changed = true;
+        }
+        if self.fresh == o.fresh {
+            return (changed, SmallVec::new(), SmallVec::new());
+        }
+        let mut mine_ended: SmallVec<[Ended; 1]> = SmallVec::new();
+        let mut theirs_ended: SmallVec<[Ended; 1]> = SmallVec::new();
+        let mut out: SmallVec<[FreshObj; 1]> = SmallVec::new();
+        for f in &self.fresh {
+            let Some(g) = o.fresh.iter().find(|g| g.site == f.site) else {
+                mine_ended.push((f.site, f.recent.clone()));
+                continue;
+            };
+            let holders = f.holders.intersection(&g.holders);
+            let ret = f.ret && g.ret;
+            if holders.is_empty() && !ret {
+                mine_ended.push((f.site, f.recent.clone()));
+                theirs_ended.push((g.site, g.recent.clone()));
+                continue;
+            }
+            let recent = if Rc::ptr_eq(&f.recent, &g.recent) {
+                f.recent.clone()
+            } else {
+                let mut r = (*f.recent).clone();
+                if r.join_with(&g.recent, widen) {
+                    Rc::new(r)
+                } else {
+                    f.recent.clone()
+                }
+            };
+            out.push(FreshObj {
+                site: f.site,
+                holders,
+                ret,
+                recent,
+            });
+        }
+        for g in &o.fresh {
+            if !self.fresh.iter().any(|f| f.site == g.site) {
+                theirs_ended.push((g.site, g.recent.clone()));
+            }
+        }
+        if out != self.fresh {
+            self.fresh = out;
+            changed = true;
+        }
+        (changed, mine_ended, theirs_ended)
     }
 }
 
@@ -244,38 +303,44 @@ mod tests {
     #[test]
     fn join_keeps_what_both_paths_know() {
         let mut a = Publication::default();
-        a.allocate(S, Some(P), true);
+        a.allocate(S, Some(P), Obj::empty(), true);
         a.add_holder(S, Q);
         let mut b = Publication::default();
-        b.allocate(S, Some(Q), false);
-        b.allocate(T, Some(P), false);
-        assert!(a.join_with(&b));
+        b.allocate(S, Some(Q), Obj::empty(), false);
+        b.allocate(T, Some(P), Obj::empty(), false);
+        let (changed, mine, theirs) = a.join_with(&b, false);
+        assert!(changed && mine.is_empty());
+        assert_eq!(theirs.len(), 1);
         assert_eq!(a.held_by(Q), Some(S));
         assert_eq!(a.held_by(P), None);
         assert!(a.fresh(T).is_none());
         // Pending is may information.
-        assert_eq!(a.publish(|s| s == S).as_slice(), &[S]);
+        let (ended, flushed) = a.publish(|s| s == S);
+        assert_eq!(ended.len(), 1);
+        assert_eq!(flushed.as_slice(), &[S]);
     }
 
     #[test]
     fn a_new_allocation_replaces_the_holders() {
         let mut a = Publication::default();
-        a.allocate(S, Some(P), false);
+        a.allocate(S, Some(P), Obj::empty(), false);
         a.add_holder(S, Q);
-        a.allocate(S, Some(Q), false);
+        let ended = a.allocate(S, Some(Q), Obj::empty(), false);
+        assert_eq!(ended.len(), 1);
         assert_eq!(a.held_by(P), None);
         assert_eq!(a.held_by(Q), Some(S));
-        a.forget_holder(Q);
+        assert_eq!(a.forget_holders(|h| h == Q).len(), 1);
         assert!(a.is_empty());
     }
 
     #[test]
     fn return_flags() {
         let mut a = Publication::default();
-        a.allocate(S, Some(P), false);
-        a.set_ret(Some(P));
-        a.forget_holders(|h| h.0 == FuncId(0));
-        assert_eq!(a.take_ret(), Some(S));
+        a.allocate(S, Some(P), Obj::empty(), false);
+        assert!(a.set_ret(Some(S)).is_empty());
+        assert!(a.forget_holders(|h| h.0 == FuncId(0)).is_empty());
+        assert_eq!(a.returned(), Some(S));
+        assert_eq!(a.set_ret(None).len(), 1);
         assert!(a.is_empty());
     }
 }
