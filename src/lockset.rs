@@ -155,21 +155,59 @@ fn orders(l: LockId) -> bool {
 /// that nothing changes while it is held (Goblint's symbolic locks, `symb_locks`). An access
 /// `O.f` of the same function under it is protected by the lock of the very instance it
 /// touches: two such accesses to the same bytes touch the same instance, so they hold the same
-/// lock (`notes/racerf-goblint.md` §7 pattern 18, per-element locks).
+/// lock (`notes/racerf-goblint.md` §7 pattern 18, per-element locks). Also `lock(&L[y])` for
+/// an element of a global lock array indexed by such a local: it protects the region of
+/// element `y` of root arrays ([`crate::backend::regions`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SymLock {
     /// The function whose locals `object` reads.
     pub func: FuncId,
     /// The object expression, printed.
     pub object: String,
-    /// Its number of projections.
-    pub proj_len: usize,
-    /// The struct or union it is an instance of.
-    pub comp: CompId,
-    /// Byte offset of the lock inside the instance.
-    pub lock_off: u64,
+    /// What the lock is.
+    pub kind: SymKind,
     /// The locals it reads (an assignment to one ends the lock's validity).
     pub deps: SmallVec<[LocalId; 2]>,
+}
+
+/// The two shapes of symbolic locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymKind {
+    /// `&O.m`: the lock member of the instance `O`.
+    Member {
+        /// Number of projections of `O`.
+        proj_len: usize,
+        /// The struct or union `O` is an instance of.
+        comp: CompId,
+        /// Byte offset of the lock inside the instance.
+        lock_off: u64,
+    },
+    /// `&L[y]`: element `y` (a local of `func`) of the global lock array `array`.
+    Element {
+        /// The lock array.
+        array: crate::backend::regions::ArrayRoot,
+        /// The index variable.
+        index: LocalId,
+    },
+}
+
+impl SymKind {
+    /// Whether releasing a lock of shape `r` may release a held lock of shape `self` (another
+    /// instance of the same member, another element of the same array).
+    fn may_alias(&self, r: &SymKind) -> bool {
+        match (self, r) {
+            (
+                SymKind::Member { comp, lock_off, .. },
+                SymKind::Member {
+                    comp: c2,
+                    lock_off: o2,
+                    ..
+                },
+            ) => (comp, lock_off) == (c2, o2),
+            (SymKind::Element { array, .. }, SymKind::Element { array: a2, .. }) => array == a2,
+            _ => true,
+        }
+    }
 }
 
 /// Interned lock identities of a program.
@@ -293,6 +331,9 @@ fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
     let ExprKind::AddrOf(lv) = &crate::ir::visit::strip_casts(arg).kind else {
         return None;
     };
+    if let Some(e) = element_lock(program, func, lv) {
+        return Some(e);
+    }
     let (Proj::Field { comp, index }, prefix) = lv.proj.split_last()? else {
         return None;
     };
@@ -333,10 +374,32 @@ fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
     Some(SymLock {
         func,
         object: crate::ir::pretty::lval_to_string(program, &object, Some(f)),
-        proj_len: prefix.len(),
-        comp: *comp,
-        lock_off: field.offset,
+        kind: SymKind::Member {
+            proj_len: prefix.len(),
+            comp: *comp,
+            lock_off: field.offset,
+        },
         deps,
+    })
+}
+
+/// The element lock `&L[y]` names: `L` a global array (or an array member of a global),
+/// `y` a local of `func` whose address is never taken.
+fn element_lock(program: &Program, func: FuncId, lv: &Lval) -> Option<SymLock> {
+    let (array, ix) = crate::backend::regions::array_element(program, lv)?;
+    let y = crate::backend::regions::index_local(ix)?;
+    let f = program.function(func);
+    let cfg = f.body.as_ref()?;
+    let mut taken = false;
+    crate::ir::visit::walk_cfg_addr_taken(cfg, &mut |l| taken |= l == y);
+    if taken {
+        return None;
+    }
+    Some(SymLock {
+        func,
+        object: crate::ir::pretty::lval_to_string(program, lv, Some(f)),
+        kind: SymKind::Element { array, index: y },
+        deps: smallvec::smallvec![y],
     })
 }
 
@@ -643,6 +706,9 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         fact: &LockFact,
     ) -> LockFact {
         let (ctx, eid) = (at.ctx, at.edge);
+        let mut fact = fact.clone();
+        self.forget_frame_syms(&mut fact, target.func);
+        let fact = &fact;
         match target.kind {
             CallKind::Plain => fact.clone(),
             CallKind::Atomic => Self::add(
@@ -704,11 +770,23 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         if let Op::Call { dest, .. } = &edge.op {
             f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
         }
+        self.forget_frame_syms(&mut f, target.func);
         f
     }
 }
 
 impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
+    /// Drops the symbolic locks over locals of `g`: at a call of `g` its locals are new ones,
+    /// at its return they are gone.
+    fn forget_frame_syms(&self, f: &mut LockFact, g: FuncId) {
+        if f.sym.is_empty() {
+            return;
+        }
+        let table = &*self.table;
+        f.sym
+            .retain(|id| table.sym(*id).is_none_or(|s| s.func != g));
+    }
+
     /// The transfer function on address locksets.
     fn transfer_locks(
         &mut self,
@@ -992,9 +1070,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                     // The unlock releases its own symbolic lock, and may release any lock of the
                     // same field of another instance expression.
                     f.sym.retain(|id| match (table.sym(*id), &released) {
-                        (Some(h), Some(r)) => {
-                            h != r && (h.comp, h.lock_off) != (r.comp, r.lock_off)
-                        }
+                        (Some(h), Some(r)) => h != r && !h.kind.may_alias(&r.kind),
                         _ => false,
                     });
                 }

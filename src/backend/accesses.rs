@@ -29,6 +29,11 @@ pub trait Resolver<'p> {
     fn unpublished(&self, _p: &'p Expr) -> bool {
         false
     }
+    /// The region ([`super::regions`]) the pointer `p` surely points into, if any. Defaults to
+    /// none.
+    fn region(&self, _p: &'p Expr) -> Option<super::regions::Region> {
+        None
+    }
 }
 
 /// Whether an lvalue is accessed atomically (its type, or an enclosing object's, is `_Atomic`).
@@ -157,6 +162,7 @@ pub fn statement_accesses<'p>(
                                 after_call: false,
                                 precise: true,
                                 unpublished: false,
+                                region: None,
                             });
                         }
                     }
@@ -245,6 +251,10 @@ impl<'p> Collector<'_, 'p> {
         let precise = targets.len() <= 1;
         let atomic = atomic_lval(self.program, lv);
         let unpublished = matches!(&lv.host, Host::Deref(p) if self.r.unpublished(p));
+        let region = match &lv.host {
+            Host::Deref(p) => self.r.region(p),
+            Host::Var(_) => None,
+        };
         for target in targets {
             self.out.push(MemAccess {
                 target,
@@ -255,6 +265,7 @@ impl<'p> Collector<'_, 'p> {
                 after_call,
                 precise,
                 unpublished,
+                region,
             });
         }
     }
@@ -271,6 +282,7 @@ impl<'p> Collector<'_, 'p> {
         let targets = self.r.pointee_targets(p, sized);
         let precise = targets.len() <= 1;
         let unpublished = self.r.unpublished(p);
+        let region = self.r.region(p);
         for target in targets {
             self.out.push(MemAccess {
                 target,
@@ -281,6 +293,7 @@ impl<'p> Collector<'_, 'p> {
                 after_call: false,
                 precise,
                 unpublished,
+                region,
             });
         }
     }

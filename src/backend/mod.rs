@@ -19,6 +19,7 @@
 //! any escaped object holding a sub-object of a compatible type.
 
 pub mod accesses;
+pub mod regions;
 pub mod syntactic;
 pub mod value;
 
@@ -187,6 +188,8 @@ pub struct MemAccess<'p> {
     /// The access touches only an object its thread allocated and has not published yet
     /// (`value::publication`): no other thread can reach it, so it races with nothing.
     pub unpublished: bool,
+    /// The access goes to an object of this region ([`regions`]).
+    pub region: Option<regions::Region>,
 }
 
 /// What a pointer expression may point to.
@@ -278,6 +281,13 @@ pub trait Backend<'p> {
     /// Whether `base` stands for a single concrete object in every run (a heap base
     /// allocated at most once). Defaults to false.
     fn single_object(&self, _base: &Base) -> bool {
+        false
+    }
+
+    /// Whether every object stored into an element of `root` (or into an object reachable
+    /// from one) enters the region of at most one element, ever ([`regions`]). Defaults to
+    /// false.
+    fn region_disjoint(&self, _root: &regions::ArrayRoot) -> bool {
         false
     }
 

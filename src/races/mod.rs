@@ -22,6 +22,7 @@
 pub mod escape;
 pub mod private;
 
+use crate::backend::regions::ArrayRoot;
 use crate::backend::{
     AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Target, TypeClass,
 };
@@ -62,6 +63,9 @@ pub struct Access<'p> {
     /// Instance locks: (struct, lock offset) such that the access touches an instance of the
     /// struct whose lock at that offset is held ([`crate::lockset::SymLock`]).
     pub inst_locks: SmallVec<[(CompId, u64); 1]>,
+    /// Region locks: lock arrays `L` such that the access goes to the region of element `y`
+    /// of a root and `L[y]` is held ([`crate::backend::regions`]).
+    pub region_locks: SmallVec<[ArrayRoot; 1]>,
 }
 
 /// How sure a race is.
@@ -176,6 +180,8 @@ struct Signature {
     locks: LocksAt,
     active: ActiveAt,
     inst_locks: SmallVec<[(CompId, u64); 1]>,
+    region: Option<crate::backend::regions::Region>,
+    region_locks: SmallVec<[ArrayRoot; 1]>,
 }
 
 /// Runs race detection.
@@ -198,6 +204,8 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
             locks: a.locks.clone(),
             active: a.active.clone(),
             inst_locks: a.inst_locks.clone(),
+            region: a.mem.region,
+            region_locks: a.region_locks.clone(),
         };
         match sig_index.get(&s) {
             Some(&k) => sigs[k].1.push(i),
@@ -528,7 +536,16 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             });
         // The same bytes are in the same instance, whose lock both hold.
         let instance = a.inst_locks.iter().any(|l| b.inst_locks.contains(l));
-        if protected || instance {
+        // The same object is in the region of one element of a root, whose lock both hold.
+        let region = match (a.region, b.region) {
+            (Some(ra), Some(rb)) => {
+                ra.root == rb.root
+                    && a.region_locks.iter().any(|l| b.region_locks.contains(l))
+                    && inp.backend.region_disjoint(&ra.root)
+            }
+            _ => false,
+        };
+        if protected || instance || region {
             return None;
         }
         if ordered_by_lock_history(inp.inherited, tf, a, b)
@@ -702,6 +719,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                     }
                     let inst_locks =
                         instance_locks(program, &inp.locksets.table, func, &mem, &locks);
+                    let region_locks = region_locks(&inp.locksets.table, &mem, &locks);
                     out.push(Access {
                         thread,
                         ctx: c,
@@ -712,6 +730,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         locks,
                         active,
                         inst_locks,
+                        region_locks,
                     });
                 }
             }
@@ -751,20 +770,52 @@ fn instance_locks(
     let lv = expanded.as_ref().unwrap_or(lv);
     for id in locks.sym.iter() {
         let Some(s) = table.sym(*id) else { continue };
-        if s.func != func || lv.proj.len() <= s.proj_len {
+        let crate::lockset::SymKind::Member {
+            proj_len,
+            comp: s_comp,
+            lock_off,
+        } = s.kind
+        else {
+            continue;
+        };
+        if s.func != func || lv.proj.len() <= proj_len {
             continue;
         }
-        if !matches!(lv.proj[s.proj_len], crate::ir::Proj::Field { comp, .. } if comp == s.comp) {
+        if !matches!(lv.proj[proj_len], crate::ir::Proj::Field { comp, .. } if comp == s_comp) {
             continue;
         }
         let prefix = crate::ir::Lval {
             host: lv.host.clone(),
-            proj: lv.proj[..s.proj_len].to_vec(),
+            proj: lv.proj[..proj_len].to_vec(),
             ty: lv.ty,
         };
         let f = program.function(func);
         if crate::ir::pretty::lval_to_string(program, &prefix, Some(f)) == s.object {
-            out.push((s.comp, s.lock_off));
+            out.push((s_comp, lock_off));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The region locks of an access (see [`Access::region_locks`]): element locks `L[y]` held
+/// whose index variable is the access's region index.
+fn region_locks(
+    table: &crate::lockset::LockTable,
+    mem: &MemAccess<'_>,
+    locks: &LocksAt,
+) -> SmallVec<[ArrayRoot; 1]> {
+    let mut out = SmallVec::new();
+    let Some(r) = mem.region else {
+        return out;
+    };
+    for id in locks.sym.iter() {
+        if let Some(s) = table.sym(*id)
+            && let crate::lockset::SymKind::Element { array, index } = s.kind
+            && (s.func, index) == r.index
+        {
+            out.push(array);
         }
     }
     out.sort();

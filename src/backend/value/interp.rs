@@ -16,7 +16,9 @@
 
 use super::memory::{Obj, State, Val, top};
 use super::publication::{Holder, Site, site_base};
+use super::regions::{PtrStore, Stored};
 use crate::backend::Base;
+use crate::backend::regions::{self as reg, Region};
 use crate::backend::syntactic::bitfield_location;
 use crate::context::{CallKind, CallSite, CallTarget, ThreadId};
 use crate::dataflow::{At, Callees, Domain};
@@ -170,6 +172,10 @@ pub struct Effects {
     pub summaries: FxHashSet<Base>,
     /// Shared bases the thread read (its results depend on their shared stores).
     pub reads: std::cell::RefCell<FxHashSet<Base>>,
+    /// Stores of possible addresses ([`super::regions`]).
+    pub ptr_stores: FxHashSet<PtrStore>,
+    /// More than [`super::regions::MAX_PTR_STORES`] pointer stores: some are missing.
+    pub ptr_overflow: bool,
 }
 
 /// The transfer functions of one thread.
@@ -188,6 +194,9 @@ pub struct Interp<'a, 'p> {
     pub addr_taken: &'a FxHashSet<(FuncId, LocalId)>,
     /// What the analysis produced.
     pub effects: Effects,
+    /// What the store being performed stores and into which region (set by
+    /// [`Interp::assign`], for the pointer-store records).
+    pub cur: (Stored, Option<Region>),
 }
 
 /// The negation of a comparison.
@@ -390,8 +399,12 @@ impl<'p> Interp<'_, 'p> {
         if matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
-        if let Some(h) = self.holder(&b) {
-            s.forget_holders(|x| x == h);
+        match self.holder(&b) {
+            Some(h) => {
+                s.forget_holders(|x| x == h);
+                s.orig.forget(|x| x == h);
+            }
+            None => self.record_ptr_store(Some((b, off)), v),
         }
         match s.fresh_of(&b).map(|f| (f.site, (*f.recent).clone())) {
             Some((site, mut recent)) => {
@@ -826,8 +839,8 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
-    /// `lv = v` in `s`.
-    pub fn assign(&mut self, s: &mut State, func: FuncId, lv: &Lval, v: &Val) {
+    /// `lv = v` in `s`; `stored` says what kind of address `v` is ([`super::regions`]).
+    pub fn assign(&mut self, s: &mut State, func: FuncId, lv: &Lval, v: &Val, stored: Stored) {
         let a = self.lval_addrs(s, func, lv);
         let strong = a.targets.len() == 1
             && !a.unknown
@@ -838,8 +851,84 @@ impl<'p> Interp<'_, 'p> {
         } else {
             v.clone()
         };
+        self.cur = (stored, self.lval_region(s, func, lv));
+        if a.unknown {
+            // The unresolved part of the store changes no tracked value, but it may store an
+            // address anywhere.
+            self.record_ptr_store(None, &v);
+        }
         for (b, off) in a.targets {
             self.store(s, b, off, a.size, &v, strong, a.recent);
+        }
+        self.cur = (Stored::Other, None);
+    }
+
+    /// Records a store of `v` into `target` (`None`: anywhere) when `v` may be an address.
+    fn record_ptr_store(&mut self, target: Option<(Base, Interval)>, v: &Val) {
+        if v.ptr.targets().is_empty() && !v.ptr.unknown {
+            return;
+        }
+        if self.effects.ptr_stores.len() >= super::regions::MAX_PTR_STORES {
+            self.effects.ptr_overflow = true;
+            return;
+        }
+        let (stored, into) = self.cur.clone();
+        self.effects.ptr_stores.insert(PtrStore {
+            targets: target.into_iter().collect(),
+            anywhere: target.is_none(),
+            into,
+            value: v.ptr.targets().iter().map(|(b, _)| *b).collect(),
+            value_unknown: v.ptr.unknown,
+            stored,
+        });
+    }
+
+    /// The region the pointer `e` surely points into ([`super::regions`]): a pointer loaded
+    /// from a root element `R[y]` (`y` a trackable local), from an object of a region, or a
+    /// local coming from one; moved by pointer arithmetic or to a member.
+    pub fn origin_of(&self, s: &State, func: FuncId, e: &Expr) -> Option<Region> {
+        let mut e = strip_casts(e);
+        for _ in 0..16 {
+            match &e.kind {
+                ExprKind::Load(lv) => {
+                    if !self.types().is_pointer(lv.ty) {
+                        return None;
+                    }
+                    if lv.proj.is_empty()
+                        && let Host::Var(Var::Local(l)) = lv.host
+                    {
+                        return if self.addr_taken.contains(&(func, l)) {
+                            None
+                        } else {
+                            s.orig.of((func, l))
+                        };
+                    }
+                    return self.lval_region(s, func, lv);
+                }
+                ExprKind::Binary(BinOp::PtrAdd | BinOp::PtrSub, a, _) => e = strip_casts(a),
+                ExprKind::AddrOf(lv) => match &lv.host {
+                    Host::Deref(p) => e = strip_casts(p),
+                    Host::Var(_) => return None,
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The region of the object `lv` designates: `*p…` with `p` from a region, or the root
+    /// element `R[y]` itself.
+    fn lval_region(&self, s: &State, func: FuncId, lv: &Lval) -> Option<Region> {
+        match &lv.host {
+            Host::Deref(p) => self.origin_of(s, func, p),
+            Host::Var(_) => {
+                let (root, ix) = reg::array_element(self.program, lv)?;
+                let y = reg::index_local(ix)?;
+                (!self.addr_taken.contains(&(func, y))).then_some(Region {
+                    root,
+                    index: (func, y),
+                })
+            }
         }
     }
 
@@ -1232,7 +1321,13 @@ impl<'p> Interp<'_, 'p> {
         if let (Some(d), Some(ty)) = (dest, dest_ty) {
             let v = result.unwrap_or_else(|| self.top_of(ty));
             let v = self.convert(v, ty);
-            self.assign(&mut out, func, d, &v);
+            // A new object is in no region yet.
+            let stored = if matches!(role, Some(Role::Alloc)) {
+                Stored::Fresh
+            } else {
+                Stored::Other
+            };
+            self.assign(&mut out, func, d, &v, stored);
             if let (Some((site, recent)), Some(h)) = (fresh, self.holder_lval(func, d)) {
                 let pending = out.multi;
                 out.allocate(site, Some(h), recent, pending);
@@ -1276,9 +1371,35 @@ impl<'p> Interp<'_, 'p> {
                         .zip(self.fresh_site(d, func, rhs))
                         .map(|(l, site)| (site, l));
                     let v = self.eval(d, func, rhs);
-                    self.assign(&mut s, func, lhs, &v);
+                    let fresh = self.fresh_site(d, func, rhs);
+                    let from = self.origin_of(d, func, rhs);
+                    let stored = match (fresh, from) {
+                        (Some(_), _) => Stored::Fresh,
+                        (None, Some(r)) => Stored::From(r),
+                        (None, None) => Stored::Other,
+                    };
+                    // A fresh object stored into an object of a region joins that region.
+                    let entering: SmallVec<[Holder; 2]> =
+                        match (fresh, self.lval_region(d, func, lhs)) {
+                            (Some(site), Some(_)) => d
+                                .publ
+                                .fresh(site)
+                                .map(|f| f.holders.iter().copied().collect())
+                                .unwrap_or_default(),
+                            _ => SmallVec::new(),
+                        };
+                    let into = self.lval_region(d, func, lhs);
+                    self.assign(&mut s, func, lhs, &v, stored);
                     if let Some((site, l)) = copy {
                         s.publ.add_holder(site, l);
+                    }
+                    if let (Some(l), Some(r)) = (self.holder_lval(func, lhs), from) {
+                        s.orig.set(l, r);
+                    }
+                    if let Some(r) = into {
+                        for h in entering {
+                            s.orig.set(h, r);
+                        }
                     }
                 }
                 s
@@ -1305,7 +1426,7 @@ impl<'p> Interp<'_, 'p> {
                 let mut s = d.clone();
                 for o in outputs {
                     let t = self.top_of(o.ty);
-                    self.assign(&mut s, func, o, &t);
+                    self.assign(&mut s, func, o, &t, Stored::Other);
                 }
                 s
             }
@@ -1374,9 +1495,10 @@ impl<'p> Interp<'_, 'p> {
         s.ret = Val::bottom();
         let g = target.func;
         self.forget_locals(&mut s, g);
-        // The callee's locals are new (a recursive call's caller loses its holders too).
+        // The callee's locals are new (a recursive call's caller loses its facts too).
         s.forget_holders(|h| h.0 == g);
         s.set_ret(None);
+        s.orig.forget(|h| h.0 == g);
         if target.kind == CallKind::Once {
             return s;
         }
@@ -1408,12 +1530,15 @@ impl<'p> Interp<'_, 'p> {
                 );
             } else {
                 self.store(&mut s, base, Interval::constant(0), size, &v, true, None);
-                // A parameter bound to a pointer into a fresh object points into it too.
-                if let Some(site) = args
-                    .get(i)
-                    .and_then(|a| self.fresh_site(d, at.fctx.func, a))
-                {
-                    s.publ.add_holder(site, (g, *p));
+                // A parameter bound to a pointer into a fresh object points into it too, one
+                // bound to a pointer from a region comes from it.
+                if let Some(a) = args.get(i) {
+                    if let Some(site) = self.fresh_site(d, at.fctx.func, a) {
+                        s.publ.add_holder(site, (g, *p));
+                    }
+                    if let Some(r) = self.origin_of(d, at.fctx.func, a) {
+                        s.orig.set((g, *p), r);
+                    }
                 }
             }
         }
@@ -1462,6 +1587,7 @@ impl<'p> Interp<'_, 'p> {
         // The callee's locals are gone; what it returned is the caller's.
         let returned = s.publ.returned();
         s.forget_holders(|h| h.0 == target.func);
+        s.orig.forget(|h| h.0 == target.func);
         // Locals of the thread's functions.
         let lo = Base::Local {
             thread: self.thread,
@@ -1505,7 +1631,12 @@ impl<'p> Interp<'_, 'p> {
             } else {
                 self.convert(exit.ret.clone(), d.ty)
             };
-            self.assign(&mut s, caller, d, &v);
+            let stored = if returned.is_some() {
+                Stored::Fresh
+            } else {
+                Stored::Other
+            };
+            self.assign(&mut s, caller, d, &v, stored);
             if let (Some(site), Some(h), false) = (
                 returned,
                 self.holder_lval(caller, d),

@@ -13,6 +13,7 @@
 //! (`init`): joins and equality tests cost the size of the deltas, not of the program.
 
 use super::publication::{self, Ended, FreshObj, Publication};
+use super::regions::Origins;
 use crate::backend::Base;
 use crate::context::ThreadId;
 use imbl::OrdMap;
@@ -374,6 +375,8 @@ pub struct State {
     /// object of their sites ([`Publication`]). The base of such a site holds the site's other
     /// objects.
     pub publ: Publication,
+    /// Which trackable locals point into which regions ([`super::regions`]).
+    pub orig: Origins,
 }
 
 impl PartialEq for State {
@@ -383,6 +386,7 @@ impl PartialEq for State {
             && self.delta == o.delta
             && self.ret == o.ret
             && self.publ == o.publ
+            && self.orig == o.orig
     }
 }
 
@@ -400,6 +404,7 @@ impl State {
             ret: Val::bottom(),
             multi: false,
             publ: Publication::default(),
+            orig: Origins::default(),
         }
     }
 
@@ -412,6 +417,7 @@ impl State {
             delta: Mem::new(),
             ret: Val::bottom(),
             publ: Publication::default(),
+            orig: Origins::default(),
         }
     }
 
@@ -540,6 +546,7 @@ impl State {
             self.multi = true;
             changed = true;
         }
+        changed |= self.orig.join_with(&o.orig);
         // Fresh facts only one side keeps end: their recent objects join their bases first
         // (`theirs` below sees `o`'s folded in).
         let mut theirs_ended: Vec<Ended> = Vec::new();

@@ -16,6 +16,7 @@
 pub mod interp;
 pub mod memory;
 pub mod publication;
+pub mod regions;
 
 use super::accesses::{self, Resolver};
 use super::syntactic::Syntactic;
@@ -69,6 +70,12 @@ pub struct ValueBackend<'p> {
     create_version: FxHashMap<CallSite, u64>,
     unique: FxHashMap<ThreadId, bool>,
     summaries: FxHashSet<Base>,
+    /// Pointer stores of each thread's latest analysis ([`regions`]).
+    ptr_stores: FxHashMap<ThreadId, FxHashSet<regions::PtrStore>>,
+    /// Some thread had more pointer stores than recorded.
+    ptr_overflow: bool,
+    /// Answers of [`Backend::region_disjoint`].
+    disjoint: std::cell::RefCell<FxHashMap<crate::backend::regions::ArrayRoot, bool>>,
     round: u32,
     /// Work spent so far (node visits plus object joins).
     visits: u64,
@@ -153,6 +160,9 @@ impl<'p> ValueBackend<'p> {
             create_version: FxHashMap::default(),
             unique: FxHashMap::default(),
             summaries: FxHashSet::default(),
+            ptr_stores: FxHashMap::default(),
+            ptr_overflow: false,
+            disjoint: std::cell::RefCell::new(FxHashMap::default()),
             round: 0,
             visits: 0,
             changed: false,
@@ -175,6 +185,7 @@ impl<'p> ValueBackend<'p> {
             shared: &self.shared,
             addr_taken: &self.addr_taken,
             effects: interp::Effects::default(),
+            cur: (regions::Stored::Other, None),
         }
     }
 
@@ -334,6 +345,10 @@ fn range_of(off: Interval, size: u64) -> (ByteRange, bool) {
 }
 
 impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
+    fn region(&self, p: &'p Expr) -> Option<crate::backend::regions::Region> {
+        self.interp.origin_of(self.state, self.func, p)
+    }
+
     fn unpublished(&self, p: &'p Expr) -> bool {
         // A pointer into the recent object of a site, which no other thread can reach.
         let Some(site) = self.interp.fresh_site(self.state, self.func, p) else {
@@ -513,6 +528,8 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             }
         }
         self.summaries.extend(effects.summaries);
+        self.ptr_overflow |= effects.ptr_overflow;
+        self.ptr_stores.insert(thread, effects.ptr_stores);
         self.solutions.insert(thread, sol);
         self.inputs.insert(
             thread,
@@ -686,6 +703,22 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             }
             _ => true,
         }
+    }
+
+    fn region_disjoint(&self, root: &crate::backend::regions::ArrayRoot) -> bool {
+        if !self.live() || self.ptr_overflow {
+            return false;
+        }
+        if let Some(d) = self.disjoint.borrow().get(root) {
+            return *d;
+        }
+        let d = regions::disjoint(
+            self.program,
+            root,
+            self.ptr_stores.values().flat_map(|s| s.iter()),
+        );
+        self.disjoint.borrow_mut().insert(*root, d);
+        d
     }
 
     fn single_object(&self, base: &Base) -> bool {
