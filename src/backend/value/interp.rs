@@ -404,7 +404,21 @@ impl<'p> Interp<'_, 'p> {
                 s.forget_holders(|x| x == h);
                 s.orig.forget(|x| x == h);
             }
-            None => self.record_ptr_store(Some((b, off)), v),
+            None => {
+                let into_fresh = via.is_some_and(|site| site_base(self.thread, site) == b);
+                if into_fresh && let Some(site) = via {
+                    // Pointers stored into a fresh object restrict the regions it may enter.
+                    let links: SmallVec<[Region; 1]> = match &self.cur.0 {
+                        Stored::From(r) => smallvec::smallvec![*r],
+                        Stored::Fresh(l) => l.clone(),
+                        Stored::Other => SmallVec::new(),
+                    };
+                    if !links.is_empty() {
+                        s.publ.add_links(site, &links);
+                    }
+                }
+                self.record_ptr_store(Some((b, off)), v, into_fresh);
+            }
         }
         match s.fresh_of(&b).map(|f| (f.site, (*f.recent).clone())) {
             Some((site, mut recent)) => {
@@ -855,7 +869,7 @@ impl<'p> Interp<'_, 'p> {
         if a.unknown {
             // The unresolved part of the store changes no tracked value, but it may store an
             // address anywhere.
-            self.record_ptr_store(None, &v);
+            self.record_ptr_store(None, &v, false);
         }
         for (b, off) in a.targets {
             self.store(s, b, off, a.size, &v, strong, a.recent);
@@ -863,8 +877,9 @@ impl<'p> Interp<'_, 'p> {
         self.cur = (Stored::Other, None);
     }
 
-    /// Records a store of `v` into `target` (`None`: anywhere) when `v` may be an address.
-    fn record_ptr_store(&mut self, target: Option<(Base, Interval)>, v: &Val) {
+    /// Records a store of `v` into `target` (`None`: anywhere) when `v` may be an address;
+    /// `into_fresh`: through a pointer into the recent object of the target's site.
+    fn record_ptr_store(&mut self, target: Option<(Base, Interval)>, v: &Val, into_fresh: bool) {
         if v.ptr.targets().is_empty() && !v.ptr.unknown {
             return;
         }
@@ -880,6 +895,7 @@ impl<'p> Interp<'_, 'p> {
             value: v.ptr.targets().iter().map(|(b, _)| *b).collect(),
             value_unknown: v.ptr.unknown,
             stored,
+            into_fresh,
         });
     }
 
@@ -1323,7 +1339,7 @@ impl<'p> Interp<'_, 'p> {
             let v = self.convert(v, ty);
             // A new object is in no region yet.
             let stored = if matches!(role, Some(Role::Alloc)) {
-                Stored::Fresh
+                Stored::Fresh(SmallVec::new())
             } else {
                 Stored::Other
             };
@@ -1374,7 +1390,12 @@ impl<'p> Interp<'_, 'p> {
                     let fresh = self.fresh_site(d, func, rhs);
                     let from = self.origin_of(d, func, rhs);
                     let stored = match (fresh, from) {
-                        (Some(_), _) => Stored::Fresh,
+                        (Some(site), _) => Stored::Fresh(
+                            d.publ
+                                .fresh(site)
+                                .map(|f| f.links.clone())
+                                .unwrap_or_default(),
+                        ),
                         (None, Some(r)) => Stored::From(r),
                         (None, None) => Stored::Other,
                     };
@@ -1631,10 +1652,9 @@ impl<'p> Interp<'_, 'p> {
             } else {
                 self.convert(exit.ret.clone(), d.ty)
             };
-            let stored = if returned.is_some() {
-                Stored::Fresh
-            } else {
-                Stored::Other
+            let stored = match returned.and_then(|site| s.publ.fresh(site)) {
+                Some(f) => Stored::Fresh(f.links.clone()),
+                None => Stored::Other,
             };
             self.assign(&mut s, caller, d, &v, stored);
             if let (Some(site), Some(h), false) = (

@@ -36,6 +36,7 @@
 
 use super::memory::Obj;
 use crate::backend::Base;
+use crate::backend::regions::Region;
 use crate::context::ThreadId;
 use crate::ir::{EdgeId, FuncId, LocalId};
 use racedar_domains::SmallSet;
@@ -60,6 +61,9 @@ pub struct FreshObj {
     pub ret: bool,
     /// The object's contents.
     pub recent: Rc<Obj>,
+    /// Regions of the pointers stored into it ([`super::regions`]; may information, sorted):
+    /// the object may enter only these regions.
+    pub links: SmallVec<[Region; 1]>,
 }
 
 impl FreshObj {
@@ -152,6 +156,7 @@ impl Publication {
                     holders: SmallSet::singleton(h),
                     ret: false,
                     recent: Rc::new(recent),
+                    links: SmallVec::new(),
                 },
             );
         }
@@ -159,6 +164,18 @@ impl Publication {
             self.pending.insert(site);
         }
         ended
+    }
+
+    /// Pointers from `regions` were stored into the recent object of `site`.
+    pub fn add_links(&mut self, site: Site, regions: &[Region]) {
+        if let Some(f) = self.fresh.iter_mut().find(|f| f.site == site) {
+            for r in regions {
+                if !f.links.contains(r) {
+                    f.links.push(*r);
+                    f.links.sort();
+                }
+            }
+        }
     }
 
     /// `h` now points into the most recent object of `site` too (if it is still fresh).
@@ -271,11 +288,19 @@ impl Publication {
                     f.recent.clone()
                 }
             };
+            let mut links = f.links.clone();
+            for r in &g.links {
+                if !links.contains(r) {
+                    links.push(*r);
+                }
+            }
+            links.sort();
             out.push(FreshObj {
                 site: f.site,
                 holders,
                 ret,
                 recent,
+                links,
             });
         }
         for g in &o.fresh {

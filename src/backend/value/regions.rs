@@ -10,7 +10,8 @@
 //!   [`disjoint`] checks from them that objects enter at most one region of a root: every
 //!   address stored into the root array or into an object reachable from it is a fresh
 //!   (unpublished, [`super::publication`]) object, null, or a pointer from the very region it
-//!   is stored into.
+//!   is stored into. Pointers stored into a fresh object are checked when it enters a region:
+//!   it may only enter the regions they come from.
 
 use crate::backend::Base;
 use crate::backend::regions::{ArrayRoot, Region};
@@ -59,8 +60,9 @@ impl Origins {
 /// What a pointer store stores.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Stored {
-    /// The address of the recent, unpublished object of a site (it was in no region).
-    Fresh,
+    /// The address of the recent, unpublished object of a site (it was in no region), which
+    /// holds pointers from these regions.
+    Fresh(SmallVec<[Region; 1]>),
     /// A pointer from a region.
     From(Region),
     /// Anything else that may be an address.
@@ -83,6 +85,9 @@ pub struct PtrStore {
     pub value_unknown: bool,
     /// What kind of value it is.
     pub stored: Stored,
+    /// It goes into the recent object of a site through a pointer into it (the object's
+    /// links record it; it is checked when the object enters a region).
+    pub into_fresh: bool,
 }
 
 /// Pointer stores kept per thread analysis before region reasoning is given up.
@@ -134,17 +139,20 @@ pub fn disjoint<'s>(
             if !(st.anywhere || into_root || into_region) {
                 continue;
             }
-            let ok = match &st.stored {
-                Stored::Fresh => true,
-                Stored::From(r) => {
-                    r.root == *root
-                        && !st.anywhere
-                        && st
-                            .into
-                            .is_some_and(|i| i.root == *root && i.index == r.index)
-                }
-                Stored::Other => st.value.is_empty() && !st.value_unknown,
+            // The region the stored pointers must come from (the one they go into).
+            let same = |r: &Region| {
+                r.root == *root
+                    && !st.anywhere
+                    && st
+                        .into
+                        .is_some_and(|i| i.root == *root && i.index == r.index)
             };
+            let ok = st.into_fresh
+                || match &st.stored {
+                    Stored::Fresh(links) => links.iter().all(same),
+                    Stored::From(r) => same(r),
+                    Stored::Other => st.value.is_empty() && !st.value_unknown,
+                };
             if !ok {
                 return false;
             }
