@@ -324,9 +324,10 @@ fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
 }
 
 /// The symbolic lock a lock call's argument `&O.m` names, when `O` reads only locals of `func`
-/// whose address is never taken (nothing but `func` itself can change them).
-fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
-    let expanded = local_alias(program, func, arg);
+/// whose address is never taken (nothing but `func` itself can change them). `alias`: the
+/// address a pointer argument surely holds (`Backend::alias`).
+fn sym_lock(program: &Program, func: FuncId, arg: &Expr, alias: Option<Expr>) -> Option<SymLock> {
+    let expanded = alias.or_else(|| local_alias(program, func, arg));
     let arg = expanded.as_ref().unwrap_or(arg);
     let ExprKind::AddrOf(lv) = &crate::ir::visit::strip_casts(arg).kind else {
         return None;
@@ -693,8 +694,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
     fn transfer(&mut self, at: At<'_>, edge: &Edge, fact: &LockFact, out: &mut Vec<LockFact>) {
         let start = out.len();
         self.transfer_locks(at, edge, fact, out);
-        let func = self.tc.ctx(at.ctx).func;
-        self.transfer_sym(func, edge, &mut out[start..]);
+        self.transfer_sym(at, edge, &mut out[start..]);
         self.transfer_history(at, edge, fact, &mut out[start..]);
     }
 
@@ -1020,10 +1020,15 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
 
     /// Symbolic locks after `edge`: taken by a blocking lock of `&O.m`, dropped by an unlock
     /// that may release them or a write to a local they read.
-    fn transfer_sym(&mut self, func: FuncId, edge: &Edge, outs: &mut [LockFact]) {
+    fn transfer_sym(&mut self, at: At<'_>, edge: &Edge, outs: &mut [LockFact]) {
         let (Op::Call { .. } | Op::Assign { .. }) = &edge.op else {
             return;
         };
+        let func = self.tc.ctx(at.ctx).func;
+        let qctx = self.tc.context(at.ctx, at.edge);
+        let backend = self.backend;
+        let program = self.program;
+        let named = |a: &Expr| sym_lock(program, func, a, backend.alias(&qctx, a));
         let written: Option<LocalId> = match &edge.op {
             Op::Assign { lhs, .. }
             | Op::Call {
@@ -1045,8 +1050,16 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             Op::Call { args, .. } => args,
             _ => &[],
         };
+        let (taken, released) = match &role {
+            Some(Role::Lock {
+                lock,
+                kind: LockKind::Blocking,
+                ..
+            }) => (args.get(*lock).and_then(named), None),
+            Some(Role::Unlock { lock }) => (None, args.get(*lock).and_then(named)),
+            _ => (None, None),
+        };
         let table = &mut *self.table;
-        let program = self.program;
         for f in outs.iter_mut() {
             if let Some(l) = written {
                 f.sym.retain(|id| {
@@ -1057,16 +1070,14 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             }
             match &role {
                 Some(Role::Lock {
-                    lock,
                     kind: LockKind::Blocking,
                     ..
                 }) => {
-                    if let Some(s) = args.get(*lock).and_then(|a| sym_lock(program, func, a)) {
-                        f.sym.insert(table.intern_sym(s));
+                    if let Some(s) = &taken {
+                        f.sym.insert(table.intern_sym(s.clone()));
                     }
                 }
-                Some(Role::Unlock { lock }) => {
-                    let released = args.get(*lock).and_then(|a| sym_lock(program, func, a));
+                Some(Role::Unlock { .. }) => {
                     // The unlock releases its own symbolic lock, and may release any lock of the
                     // same field of another instance expression.
                     f.sym.retain(|id| match (table.sym(*id), &released) {

@@ -284,6 +284,13 @@ pub trait Backend<'p> {
         false
     }
 
+    /// The address expression `&L` the pointer expression `e` (a local) surely holds at
+    /// `ctx`, with `L` depending only on locals unchanged since (`m = &s->mutex`). Defaults
+    /// to none.
+    fn alias(&self, _ctx: &Context, _e: &Expr) -> Option<Expr> {
+        None
+    }
+
     /// Whether every object stored into an element of `root` (or into an object reachable
     /// from one) enters the region of at most one element, ever ([`regions`]). Defaults to
     /// false.

@@ -717,8 +717,9 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                     if !seen.insert(key) {
                         continue;
                     }
+                    let alias = |e: &crate::ir::Expr| inp.backend.alias(&ctx, e);
                     let inst_locks =
-                        instance_locks(program, &inp.locksets.table, func, &mem, &locks);
+                        instance_locks(program, &inp.locksets.table, func, &mem, &locks, &alias);
                     let region_locks = region_locks(&inp.locksets.table, &mem, &locks);
                     out.push(Access {
                         thread,
@@ -747,27 +748,29 @@ fn instance_locks(
     func: FuncId,
     mem: &MemAccess<'_>,
     locks: &LocksAt,
+    alias: &dyn Fn(&crate::ir::Expr) -> Option<crate::ir::Expr>,
 ) -> SmallVec<[(CompId, u64); 1]> {
     let mut out = SmallVec::new();
     let AccessSite::Lval(lv) = mem.site else {
         return out;
     };
-    // `*d` with `d = &O.f` (a single-definition alias) is the lvalue `O.f`.
-    let expanded = match &lv.host {
-        crate::ir::Host::Deref(p) => {
-            crate::lockset::local_alias(program, func, p).and_then(|e| match e.kind {
-                crate::ir::ExprKind::AddrOf(target) => {
-                    let mut t = *target;
-                    t.proj.extend(lv.proj.iter().cloned());
-                    t.ty = lv.ty;
-                    Some(t)
-                }
-                _ => None,
-            })
+    // `*d` with `d == &O.f` (the backend's alias, or a single-definition one) is the lvalue
+    // `O.f` too: every form of the lvalue is matched against the locks' object expressions.
+    let mut forms: SmallVec<[crate::ir::Lval; 3]> = smallvec::smallvec![lv.clone()];
+    if let crate::ir::Host::Deref(p) = &lv.host {
+        for e in [alias(p), crate::lockset::local_alias(program, func, p)]
+            .into_iter()
+            .flatten()
+        {
+            if let crate::ir::ExprKind::AddrOf(target) = e.kind {
+                let mut t = *target;
+                t.proj.extend(lv.proj.iter().cloned());
+                t.ty = lv.ty;
+                forms.push(t);
+            }
         }
-        _ => None,
-    };
-    let lv = expanded.as_ref().unwrap_or(lv);
+    }
+    let f = program.function(func);
     for id in locks.sym.iter() {
         let Some(s) = table.sym(*id) else { continue };
         let crate::lockset::SymKind::Member {
@@ -778,19 +781,23 @@ fn instance_locks(
         else {
             continue;
         };
-        if s.func != func || lv.proj.len() <= proj_len {
+        if s.func != func {
             continue;
         }
-        if !matches!(lv.proj[proj_len], crate::ir::Proj::Field { comp, .. } if comp == s_comp) {
-            continue;
-        }
-        let prefix = crate::ir::Lval {
-            host: lv.host.clone(),
-            proj: lv.proj[..proj_len].to_vec(),
-            ty: lv.ty,
-        };
-        let f = program.function(func);
-        if crate::ir::pretty::lval_to_string(program, &prefix, Some(f)) == s.object {
+        let matches = forms.iter().any(|lv| {
+            lv.proj.len() > proj_len
+                && matches!(lv.proj[proj_len], crate::ir::Proj::Field { comp, .. } if comp == s_comp)
+                && crate::ir::pretty::lval_to_string(
+                    program,
+                    &crate::ir::Lval {
+                        host: lv.host.clone(),
+                        proj: lv.proj[..proj_len].to_vec(),
+                        ty: lv.ty,
+                    },
+                    Some(f),
+                ) == s.object
+        });
+        if matches {
             out.push((s_comp, lock_off));
         }
     }

@@ -403,6 +403,7 @@ impl<'p> Interp<'_, 'p> {
             Some(h) => {
                 s.forget_holders(|x| x == h);
                 s.orig.forget(|x| x == h);
+                s.eqs.forget(h);
             }
             None => {
                 let into_fresh = via.is_some_and(|site| site_base(self.thread, site) == b);
@@ -490,6 +491,14 @@ impl<'p> Interp<'_, 'p> {
             }
         }
         None
+    }
+
+    /// The trackable local `e` loads as a whole (casts aside), if any.
+    fn holder_expr(&self, func: FuncId, e: &Expr) -> Option<Holder> {
+        match &strip_casts(e).kind {
+            ExprKind::Load(lv) => self.holder_lval(func, lv),
+            _ => None,
+        }
     }
 
     /// The trackable local `lv` is as a whole, if any.
@@ -1417,6 +1426,21 @@ impl<'p> Interp<'_, 'p> {
                     if let (Some(l), Some(r)) = (self.holder_lval(func, lhs), from) {
                         s.orig.set(l, r);
                     }
+                    if let Some(l) = self.holder_lval(func, lhs) {
+                        // `l = &L`, or `l = m` with `m == &L`.
+                        let eq = match self.holder_expr(func, rhs).and_then(|m| d.eqs.of(m)) {
+                            Some(f) if !f.deps.contains(&l.1) => Some(super::symeq::SymEq {
+                                x: l,
+                                addr: f.addr.clone(),
+                                deps: f.deps.clone(),
+                            }),
+                            Some(_) => None,
+                            None => super::symeq::of_assignment(func, l.1, rhs, self.addr_taken),
+                        };
+                        if let Some(eq) = eq {
+                            s.eqs.set(eq);
+                        }
+                    }
                     if let Some(r) = into {
                         for h in entering {
                             s.orig.set(h, r);
@@ -1520,6 +1544,7 @@ impl<'p> Interp<'_, 'p> {
         s.forget_holders(|h| h.0 == g);
         s.set_ret(None);
         s.orig.forget(|h| h.0 == g);
+        s.eqs.forget_func(g);
         if target.kind == CallKind::Once {
             return s;
         }
@@ -1609,6 +1634,7 @@ impl<'p> Interp<'_, 'p> {
         let returned = s.publ.returned();
         s.forget_holders(|h| h.0 == target.func);
         s.orig.forget(|h| h.0 == target.func);
+        s.eqs.forget_func(target.func);
         // Locals of the thread's functions.
         let lo = Base::Local {
             thread: self.thread,

@@ -14,6 +14,7 @@
 
 use super::publication::{self, Ended, FreshObj, Publication};
 use super::regions::Origins;
+use super::symeq::SymEqs;
 use crate::backend::Base;
 use crate::context::ThreadId;
 use imbl::OrdMap;
@@ -377,6 +378,8 @@ pub struct State {
     pub publ: Publication,
     /// Which trackable locals point into which regions ([`super::regions`]).
     pub orig: Origins,
+    /// Which trackable locals hold which symbolic addresses ([`super::symeq`]).
+    pub eqs: SymEqs,
 }
 
 impl PartialEq for State {
@@ -387,6 +390,7 @@ impl PartialEq for State {
             && self.ret == o.ret
             && self.publ == o.publ
             && self.orig == o.orig
+            && self.eqs == o.eqs
     }
 }
 
@@ -405,6 +409,7 @@ impl State {
             multi: false,
             publ: Publication::default(),
             orig: Origins::default(),
+            eqs: SymEqs::default(),
         }
     }
 
@@ -418,6 +423,7 @@ impl State {
             ret: Val::bottom(),
             publ: Publication::default(),
             orig: Origins::default(),
+            eqs: SymEqs::default(),
         }
     }
 
@@ -547,6 +553,7 @@ impl State {
             changed = true;
         }
         changed |= self.orig.join_with(&o.orig);
+        changed |= self.eqs.join_with(&o.eqs);
         // Fresh facts only one side keeps end: their recent objects join their bases first
         // (`theirs` below sees `o`'s folded in).
         let mut theirs_ended: Vec<Ended> = Vec::new();

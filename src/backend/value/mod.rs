@@ -17,6 +17,7 @@ pub mod interp;
 pub mod memory;
 pub mod publication;
 pub mod regions;
+pub mod symeq;
 
 use super::accesses::{self, Resolver};
 use super::syntactic::Syntactic;
@@ -703,6 +704,21 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             }
             _ => true,
         }
+    }
+
+    fn alias(&self, ctx: &Context, e: &Expr) -> Option<Expr> {
+        if !self.live() {
+            return None;
+        }
+        let s = self.state_at(ctx)?;
+        let h = match &crate::ir::visit::strip_casts(e).kind {
+            crate::ir::ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
+                crate::ir::Host::Var(crate::ir::Var::Local(l)) => (ctx.fctx.func, l),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        s.eqs.of(h).map(|f| (*f.addr).clone())
     }
 
     fn region_disjoint(&self, root: &crate::backend::regions::ArrayRoot) -> bool {
