@@ -268,6 +268,9 @@ impl LockTable {
     }
 }
 
+/// The known candidates of a thread's unlock statements, by context and edge.
+type UnlockTargets = FxHashMap<(FnCtxId, EdgeId), SmallVec<[LockId; 2]>>;
+
 /// The per-thread analysis.
 struct Locksets<'a, 'p, B: Backend<'p>> {
     program: &'p Program,
@@ -279,7 +282,7 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     /// Whether the program may make a mutex recursive: an unlock then may leave it held.
     recursive: bool,
     /// The known candidates of each unlock statement, by context and edge.
-    unlocks: &'a mut FxHashMap<(FnCtxId, EdgeId), SmallVec<[LockId; 2]>>,
+    unlocks: &'a mut UnlockTargets,
     _p: std::marker::PhantomData<&'p ()>,
 }
 
@@ -1170,7 +1173,7 @@ pub struct LocksetResult {
     pub table: LockTable,
     solutions: Vec<Solution<dataflow::Facts<LockFact>>>,
     /// Per thread, the known candidates of each unlock statement.
-    unlocks: Vec<FxHashMap<(FnCtxId, EdgeId), SmallVec<[LockId; 2]>>>,
+    unlocks: Vec<UnlockTargets>,
 }
 
 impl LocksetResult {
