@@ -1053,11 +1053,12 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             Op::Call { args, .. } => args,
             _ => &[],
         };
+        // Only exclusive locks exclude: two readers holding one read lock both proceed.
         let (taken, released) = match &role {
             Some(Role::Lock {
                 lock,
                 kind: LockKind::Blocking,
-                ..
+                mode: LockMode::Write,
             }) => (args.get(*lock).and_then(named), None),
             Some(Role::Unlock { lock }) => (None, args.get(*lock).and_then(named)),
             _ => (None, None),
@@ -1072,10 +1073,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 });
             }
             match &role {
-                Some(Role::Lock {
-                    kind: LockKind::Blocking,
-                    ..
-                }) => {
+                Some(Role::Lock { .. }) => {
                     if let Some(s) = &taken {
                         f.sym.insert(table.intern_sym(s.clone()));
                     }

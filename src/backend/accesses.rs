@@ -34,6 +34,11 @@ pub trait Resolver<'p> {
     fn region(&self, _p: &'p Expr) -> Option<super::regions::Region> {
         None
     }
+    /// The region the object `lv` designates is in (for a variable's lvalue: a root element),
+    /// if any. Defaults to none.
+    fn lval_region(&self, _lv: &'p Lval) -> Option<super::regions::Region> {
+        None
+    }
 }
 
 /// Whether an lvalue is accessed atomically (its type, or an enclosing object's, is `_Atomic`).
@@ -253,7 +258,7 @@ impl<'p> Collector<'_, 'p> {
         let unpublished = matches!(&lv.host, Host::Deref(p) if self.r.unpublished(p));
         let region = match &lv.host {
             Host::Deref(p) => self.r.region(p),
-            Host::Var(_) => None,
+            Host::Var(_) => self.r.lval_region(lv),
         };
         for target in targets {
             self.out.push(MemAccess {

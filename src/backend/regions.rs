@@ -6,8 +6,9 @@
 //! lock(&mutex[i]); list_add(new_node(), slot[i]); unlock(&mutex[i]);
 //! ```
 //!
-//! The *region* of element `k` of such an array (the *root*) is the set of objects stored into
-//! `slot[k]` or into an object of the region. When every object enters at most one region, an
+//! The *region* of element `k` of such an array (the *root*) is the element itself and the
+//! objects stored into it or into an object of the region (the elements may be pointers, or
+//! list heads threaded through the objects). When every object enters at most one region, an
 //! access to an object reached from `slot[i]` while holding `mutex[i]` (the same index
 //! variable `i`, unchanged in between) and another such access to the same object through
 //! `slot[j]` holding `mutex[j]` have `i == j`, so they hold the same lock and cannot race. The
@@ -85,6 +86,29 @@ pub fn array_element<'l>(program: &Program, lv: &'l Lval) -> Option<(ArrayRoot, 
         },
         ix,
     ))
+}
+
+/// For an lvalue `G.f….a[e].g…` inside an element of a global array (fields, one index,
+/// fields): the array and the index expression. The element `a[e]` is the *root element* of
+/// region `e` ([`Region`]).
+pub fn root_element<'l>(program: &Program, lv: &'l Lval) -> Option<(ArrayRoot, &'l Expr)> {
+    let pos = lv.proj.iter().position(|p| matches!(p, Proj::Index(_)))?;
+    if lv.proj[pos + 1..]
+        .iter()
+        .any(|p| matches!(p, Proj::Index(_)))
+    {
+        return None;
+    }
+    let prefix = Lval {
+        host: lv.host.clone(),
+        proj: lv.proj[..=pos].to_vec(),
+        ty: lv.ty,
+    };
+    let (root, _) = array_element(program, &prefix)?;
+    let Proj::Index(ix) = &lv.proj[pos] else {
+        return None;
+    };
+    Some((root, ix))
 }
 
 /// The local an index expression reads as a whole (casts aside): `a[i]`.

@@ -378,7 +378,10 @@ impl<'p> Interp<'_, 'p> {
             return;
         }
         if self.holder(&b).is_none() {
-            self.publish_carried(s, std::slice::from_ref(v));
+            // An address stored into the recent object of its own site (`p->self = p`) stays
+            // unpublished with it.
+            let own = via.filter(|site| site_base(self.thread, *site) == b);
+            self.publish_carried(s, std::slice::from_ref(v), own);
         }
         self.store_raw(s, b, off, size, v, strong, via);
     }
@@ -521,14 +524,15 @@ impl<'p> Interp<'_, 'p> {
 
     /// Publishes the objects the values `vals` may be the addresses of: they are no longer
     /// fresh, and the contents of pending ones go to the shared invariant.
-    fn publish_carried(&mut self, s: &mut State, vals: &[Val]) {
+    /// `except`: a site whose object is not published by this (a store into itself).
+    fn publish_carried(&mut self, s: &mut State, vals: &[Val], except: Option<Site>) {
         if s.publ.is_empty() {
             return;
         }
         let sites = s.publ.sites();
         let carried: SmallVec<[Site; 2]> = sites
             .into_iter()
-            .filter(|site| vals.iter().any(|v| self.carries(v, *site)))
+            .filter(|site| Some(*site) != except && vals.iter().any(|v| self.carries(v, *site)))
             .collect();
         if carried.is_empty() {
             return;
@@ -909,8 +913,9 @@ impl<'p> Interp<'_, 'p> {
     }
 
     /// The region the pointer `e` surely points into ([`super::regions`]): a pointer loaded
-    /// from a root element `R[y]` (`y` a trackable local), from an object of a region, or a
-    /// local coming from one; moved by pointer arithmetic or to a member.
+    /// from (a member of) a root element `R[y]` (`y` a trackable local) or from an object of a
+    /// region, the address of a root element, or a local coming from one; moved by pointer
+    /// arithmetic or to a member.
     pub fn origin_of(&self, s: &State, func: FuncId, e: &Expr) -> Option<Region> {
         let mut e = strip_casts(e);
         for _ in 0..16 {
@@ -933,7 +938,8 @@ impl<'p> Interp<'_, 'p> {
                 ExprKind::Binary(BinOp::PtrAdd | BinOp::PtrSub, a, _) => e = strip_casts(a),
                 ExprKind::AddrOf(lv) => match &lv.host {
                     Host::Deref(p) => e = strip_casts(p),
-                    Host::Var(_) => return None,
+                    // The address of a root element (or of a member of it).
+                    Host::Var(_) => return self.lval_region(s, func, lv),
                 },
                 _ => return None,
             }
@@ -941,13 +947,13 @@ impl<'p> Interp<'_, 'p> {
         None
     }
 
-    /// The region of the object `lv` designates: `*p…` with `p` from a region, or the root
-    /// element `R[y]` itself.
-    fn lval_region(&self, s: &State, func: FuncId, lv: &Lval) -> Option<Region> {
+    /// The region of the object `lv` designates: `*p…` with `p` from a region, or (a member
+    /// of) the root element `R[y]` itself.
+    pub fn lval_region(&self, s: &State, func: FuncId, lv: &Lval) -> Option<Region> {
         match &lv.host {
             Host::Deref(p) => self.origin_of(s, func, p),
             Host::Var(_) => {
-                let (root, ix) = reg::array_element(self.program, lv)?;
+                let (root, ix) = reg::root_element(self.program, lv)?;
                 let y = reg::index_local(ix)?;
                 (!self.addr_taken.contains(&(func, y))).then_some(Region {
                     root,
@@ -1218,7 +1224,7 @@ impl<'p> Interp<'_, 'p> {
         let mut fresh: Option<(Site, Obj)> = None;
         if !out.publ.is_empty() && may_retain(self.program, role.as_ref(), args) {
             let vals: Vec<Val> = args.iter().map(|a| self.eval(s, func, a)).collect();
-            self.publish_carried(&mut out, &vals);
+            self.publish_carried(&mut out, &vals, None);
         }
         match &role {
             Some(r) if r.ends_path() => return State::bottom(),

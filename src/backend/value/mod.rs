@@ -350,6 +350,10 @@ impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
         self.interp.origin_of(self.state, self.func, p)
     }
 
+    fn lval_region(&self, lv: &'p Lval) -> Option<crate::backend::regions::Region> {
+        self.interp.lval_region(self.state, self.func, lv)
+    }
+
     fn unpublished(&self, p: &'p Expr) -> bool {
         // A pointer into the recent object of a site, which no other thread can reach.
         let Some(site) = self.interp.fresh_site(self.state, self.func, p) else {

@@ -101,7 +101,7 @@ pub fn disjoint<'s>(
     stores: impl Iterator<Item = &'s PtrStore> + Clone,
 ) -> bool {
     let g = program.global(root.global);
-    if g.storage == crate::ir::Storage::Extern {
+    if g.storage == crate::ir::Storage::Extern || g.thread_local {
         return false;
     }
     let end = root
