@@ -192,6 +192,23 @@ pub struct MemAccess<'p> {
     pub region: Option<regions::Region>,
 }
 
+/// Where a thread published objects it had kept to itself (`value::publication`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Publishing {
+    /// The objects' base.
+    pub object: Base,
+    /// The publishing thread.
+    pub thread: ThreadId,
+    /// Function of the publishing statement.
+    pub func: FuncId,
+    /// The publishing statement.
+    pub edge: EdgeId,
+    /// Published by a store to memory (its write is an access of the statement) or a thread
+    /// creation, which order the earlier accesses before any thread that obtains the address
+    /// unless the statement's write races; false for a call that may keep the address.
+    pub store: bool,
+}
+
 /// What a pointer expression may point to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PointsTo {
@@ -282,6 +299,12 @@ pub trait Backend<'p> {
     /// allocated at most once). Defaults to false.
     fn single_object(&self, _base: &Base) -> bool {
         false
+    }
+
+    /// Where objects were published whose earlier accesses were reported as unpublished
+    /// ([`MemAccess::unpublished`]). Defaults to none.
+    fn publishing(&self) -> Vec<Publishing> {
+        Vec::new()
     }
 
     /// The address expression `&L` the pointer expression `e` (a local) surely holds at

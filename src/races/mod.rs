@@ -184,9 +184,55 @@ struct Signature {
     region_locks: SmallVec<[ArrayRoot; 1]>,
 }
 
+/// Rounds of race detection that keep more unpublished accesses before giving up on them.
+const MAX_PUBLICATION_ROUNDS: usize = 4;
+
 /// Runs race detection.
+///
+/// Accesses to objects their thread has not published yet race with nothing under the
+/// interleaving semantics, since other threads obtain the address only after the publishing
+/// store. Under the C11 memory model that holds only when the publication orders them: when
+/// the publishing store itself may race (or a library call may keep the address), a reader
+/// may see the address without seeing the earlier accesses, so those accesses are kept for
+/// the objects it published, and detection runs again.
 pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
-    let accesses = collect(inp);
+    let publishing = inp.backend.publishing();
+    let mut keep: FxHashSet<Base> = FxHashSet::default();
+    for _ in 0..MAX_PUBLICATION_ROUNDS {
+        let result = detect_keeping(inp, &keep);
+        let racy: Vec<Base> = publishing
+            .iter()
+            .filter(|p| !keep.contains(&p.object))
+            .filter(|p| {
+                !p.store
+                    || result.races.iter().any(|r| {
+                        r.accesses.iter().any(|&i| {
+                            let a = &result.accesses[i];
+                            a.thread == p.thread
+                                && a.func == p.func
+                                && a.edge == p.edge
+                                && a.mem.kind == AccessKind::Write
+                        })
+                    })
+            })
+            .map(|p| p.object)
+            .collect();
+        if racy.is_empty() {
+            return result;
+        }
+        keep.extend(racy);
+    }
+    // Keep every unpublished access whose object was published at all.
+    keep.extend(publishing.iter().map(|p| p.object));
+    detect_keeping(inp, &keep)
+}
+
+/// Race detection keeping the unpublished accesses to the objects of `keep`.
+fn detect_keeping<'p, B: Backend<'p>>(
+    inp: &Inputs<'_, 'p, B>,
+    keep: &FxHashSet<Base>,
+) -> RaceResult<'p> {
+    let accesses = collect(inp, keep);
     let program = inp.program;
     // Signatures.
     let mut sig_index: FxHashMap<Signature, usize> = FxHashMap::default();
@@ -667,8 +713,9 @@ type AccessKey = (
     ActiveAt,
 );
 
-/// Collects the accesses of every reachable statement of every thread context.
-fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
+/// Collects the accesses of every reachable statement of every thread context (unpublished
+/// ones only to objects of `keep`).
+fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>, keep: &FxHashSet<Base>) -> Vec<Access<'p>> {
     let program = inp.program;
     let mut out = Vec::new();
     let mut seen: FxHashSet<AccessKey> = FxHashSet::default();
@@ -686,7 +733,8 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                 let edge = EdgeId(ei as u32);
                 let ctx = tc.context(c, edge);
                 for mem in inp.backend.accesses(&ctx) {
-                    if mem.unpublished
+                    let kept = |t: &Target| matches!(t, Target::Addr(a) if keep.contains(&a.base));
+                    if (mem.unpublished && !kept(&mem.target))
                         || matches!(mem.target, Target::Addr(a) if matches!(a.base, Base::Str(_)))
                     {
                         continue;

@@ -176,6 +176,9 @@ pub struct Effects {
     pub ptr_stores: FxHashSet<PtrStore>,
     /// More than [`super::regions::MAX_PTR_STORES`] pointer stores: some are missing.
     pub ptr_overflow: bool,
+    /// Where objects of which sites were published: (site, function, edge, by a store to
+    /// memory or a thread creation rather than by a call that may keep the address).
+    pub published: FxHashSet<(Site, FuncId, crate::ir::EdgeId, bool)>,
 }
 
 /// The transfer functions of one thread.
@@ -197,6 +200,8 @@ pub struct Interp<'a, 'p> {
     /// What the store being performed stores and into which region (set by
     /// [`Interp::assign`], for the pointer-store records).
     pub cur: (Stored, Option<Region>),
+    /// The edge being interpreted (for the publication records).
+    pub at_edge: Option<(FuncId, crate::ir::EdgeId)>,
 }
 
 /// The negation of a comparison.
@@ -381,7 +386,7 @@ impl<'p> Interp<'_, 'p> {
             // An address stored into the recent object of its own site (`p->self = p`) stays
             // unpublished with it.
             let own = via.filter(|site| site_base(self.thread, *site) == b);
-            self.publish_carried(s, std::slice::from_ref(v), own);
+            self.publish_carried(s, std::slice::from_ref(v), own, true);
         }
         self.store_raw(s, b, off, size, v, strong, via);
     }
@@ -524,8 +529,10 @@ impl<'p> Interp<'_, 'p> {
 
     /// Publishes the objects the values `vals` may be the addresses of: they are no longer
     /// fresh, and the contents of pending ones go to the shared invariant.
-    /// `except`: a site whose object is not published by this (a store into itself).
-    fn publish_carried(&mut self, s: &mut State, vals: &[Val], except: Option<Site>) {
+    /// `except`: a site whose object is not published by this (a store into itself);
+    /// `store`: by a store to memory or a thread creation, which order the earlier accesses
+    /// unless their statement races (else by a call that may keep the address).
+    fn publish_carried(&mut self, s: &mut State, vals: &[Val], except: Option<Site>, store: bool) {
         if s.publ.is_empty() {
             return;
         }
@@ -536,6 +543,13 @@ impl<'p> Interp<'_, 'p> {
             .collect();
         if carried.is_empty() {
             return;
+        }
+        if let Some((f, e)) = self.at_edge {
+            for site in &carried {
+                if s.publ.fresh(*site).is_some() {
+                    self.effects.published.insert((*site, f, e, store));
+                }
+            }
         }
         for site in s.publish(|x| carried.contains(&x)) {
             let b = site_base(self.thread, site);
@@ -1224,7 +1238,9 @@ impl<'p> Interp<'_, 'p> {
         let mut fresh: Option<(Site, Obj)> = None;
         if !out.publ.is_empty() && may_retain(self.program, role.as_ref(), args) {
             let vals: Vec<Val> = args.iter().map(|a| self.eval(s, func, a)).collect();
-            self.publish_carried(&mut out, &vals, None);
+            // Creating a thread orders the creator's earlier accesses before the thread's.
+            let ordered = matches!(role, Some(Role::ThreadCreate { .. }));
+            self.publish_carried(&mut out, &vals, None, ordered);
         }
         match &role {
             Some(r) if r.ends_path() => return State::bottom(),
@@ -1385,6 +1401,7 @@ impl<'p> Interp<'_, 'p> {
 
     /// The transfer function of a non-call edge (or of a call's library part).
     pub fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &State) -> State {
+        self.at_edge = Some((at.fctx.func, at.edge));
         if !d.live {
             return State::bottom();
         }
@@ -1634,6 +1651,7 @@ impl<'p> Interp<'_, 'p> {
             return State::bottom();
         }
         let caller = at.fctx.func;
+        self.at_edge = Some((caller, at.edge));
         let mut s = exit.clone();
         s.ret = Val::bottom();
         // The callee's locals are gone; what it returned is the caller's.
@@ -1703,9 +1721,9 @@ impl<'p> Interp<'_, 'p> {
 }
 
 /// Whether a library call may keep the addresses its arguments carry where another thread can
-/// reach them ([`super::publication`]): anything but synchronisation on objects, `free`, and library
-/// functions that read and write through their pointers without storing pointers (none of the
-/// objects they write has a pointer type).
+/// reach them ([`super::publication`]): anything but synchronisation on objects, bookkeeping,
+/// `free`, and library functions that read and write through their pointers without storing
+/// pointers (none of the objects they write has a pointer type).
 fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> bool {
     match role {
         Some(
@@ -1724,7 +1742,11 @@ fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> bool {
             | Role::Assume { .. }
             | Role::AtomicBegin
             | Role::AtomicEnd
-            | Role::Noreturn,
+            | Role::Noreturn
+            // Bookkeeping of synchronisation objects and the thread's own state
+            // (`pthread_mutex_init`, `pthread_setspecific`: a value only this thread gets back).
+            | Role::Ignore
+            | Role::Once { .. },
         ) => false,
         Some(Role::Access {
             writes,

@@ -75,6 +75,8 @@ pub struct ValueBackend<'p> {
     ptr_stores: FxHashMap<ThreadId, FxHashSet<regions::PtrStore>>,
     /// Some thread had more pointer stores than recorded.
     ptr_overflow: bool,
+    /// Publications of unpublished objects, per thread's latest analysis.
+    published: FxHashMap<ThreadId, FxHashSet<(publication::Site, FuncId, crate::ir::EdgeId, bool)>>,
     /// Answers of [`Backend::region_disjoint`].
     disjoint: std::cell::RefCell<FxHashMap<crate::backend::regions::ArrayRoot, bool>>,
     round: u32,
@@ -163,6 +165,7 @@ impl<'p> ValueBackend<'p> {
             summaries: FxHashSet::default(),
             ptr_stores: FxHashMap::default(),
             ptr_overflow: false,
+            published: FxHashMap::default(),
             disjoint: std::cell::RefCell::new(FxHashMap::default()),
             round: 0,
             visits: 0,
@@ -187,6 +190,7 @@ impl<'p> ValueBackend<'p> {
             addr_taken: &self.addr_taken,
             effects: interp::Effects::default(),
             cur: (regions::Stored::Other, None),
+            at_edge: None,
         }
     }
 
@@ -535,6 +539,7 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
         self.summaries.extend(effects.summaries);
         self.ptr_overflow |= effects.ptr_overflow;
         self.ptr_stores.insert(thread, effects.ptr_stores);
+        self.published.insert(thread, effects.published);
         self.solutions.insert(thread, sol);
         self.inputs.insert(
             thread,
@@ -708,6 +713,28 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             }
             _ => true,
         }
+    }
+
+    fn publishing(&self) -> Vec<crate::backend::Publishing> {
+        if !self.live() {
+            return Vec::new();
+        }
+        let mut out: Vec<crate::backend::Publishing> = self
+            .published
+            .iter()
+            .flat_map(|(t, ps)| {
+                ps.iter()
+                    .map(|(site, func, edge, store)| crate::backend::Publishing {
+                        object: publication::site_base(*t, *site),
+                        thread: *t,
+                        func: *func,
+                        edge: *edge,
+                        store: *store,
+                    })
+            })
+            .collect();
+        out.sort();
+        out
     }
 
     fn alias(&self, ctx: &Context, e: &Expr) -> Option<Expr> {
