@@ -184,6 +184,9 @@ fn orders(l: LockId) -> bool {
 /// `symb_locks` on indices): an access `A[e]…` of the same function with the same index `e`
 /// under it touches the element of `A` whose lock in `M` is held, so two accesses to the same
 /// element of `A` hold the same element of `M` ([`SymLock::elem`]).
+///
+/// An element lock `L[y]` with `y` a local also protects the *region* of element `y` of root
+/// arrays ([`crate::backend::regions`]): the objects hanging off those elements.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SymLock {
     /// The function whose locals `object` reads.
@@ -387,6 +390,9 @@ impl LockTable {
     }
 }
 
+/// The known candidates of a thread's unlock statements, by context and edge.
+type UnlockTargets = FxHashMap<(FnCtxId, EdgeId), SmallVec<[LockId; 2]>>;
+
 /// The per-thread analysis.
 struct Locksets<'a, 'p, B: Backend<'p>> {
     program: &'p Program,
@@ -401,6 +407,8 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     binary: &'a FxHashSet<LockId>,
     /// Flag candidates: initial and set value ([`flag_candidates`]).
     flags: &'a FxHashMap<GlobalId, (i128, i128)>,
+    /// The known candidates of each unlock statement, by context and edge.
+    unlocks: &'a mut UnlockTargets,
     _p: std::marker::PhantomData<&'p ()>,
 }
 
@@ -677,9 +685,10 @@ fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
 }
 
 /// The symbolic lock a lock call's argument `&O.m` names, when `O` reads only locals of `func`
-/// whose address is never taken (nothing but `func` itself can change them).
-fn sym_lock(program: &Program, func: FuncId, arg: &Expr) -> Option<SymLock> {
-    let expanded = local_alias(program, func, arg);
+/// whose address is never taken (nothing but `func` itself can change them). `alias`: the
+/// address a pointer argument surely holds (`Backend::alias`).
+fn sym_lock(program: &Program, func: FuncId, arg: &Expr, alias: Option<Expr>) -> Option<SymLock> {
+    let expanded = alias.or_else(|| local_alias(program, func, arg));
     let arg = expanded.as_ref().unwrap_or(arg);
     let ExprKind::AddrOf(lv) = &crate::ir::visit::strip_casts(arg).kind else {
         return None;
@@ -1108,6 +1117,9 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         fact: &LockFact,
     ) -> LockFact {
         let (ctx, eid) = (at.ctx, at.edge);
+        let mut fact = fact.clone();
+        self.forget_frame_syms(&mut fact, target.func);
+        let fact = &fact;
         match target.kind {
             CallKind::Plain => fact.clone(),
             CallKind::Atomic => Self::add(
@@ -1169,11 +1181,23 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         if let Op::Call { dest, .. } = &edge.op {
             f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
         }
+        self.forget_frame_syms(&mut f, target.func);
         f
     }
 }
 
 impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
+    /// Drops the symbolic locks over locals of `g`: at a call of `g` its locals are new ones,
+    /// at its return they are gone.
+    fn forget_frame_syms(&self, f: &mut LockFact, g: FuncId) {
+        if f.sym.is_empty() {
+            return;
+        }
+        let table = &*self.table;
+        f.sym
+            .retain(|id| table.sym(*id).is_none_or(|s| s.func != g));
+    }
+
     /// The transfer function on address locksets.
     fn transfer_locks(
         &mut self,
@@ -1260,6 +1284,12 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         });
                         match target {
                             Some(locks) => {
+                                let known = self.unlocks.entry((ctx, eid)).or_default();
+                                for l in &locks {
+                                    if !known.contains(l) {
+                                        known.push(*l);
+                                    }
+                                }
                                 for l in locks {
                                     out.push(self.unlock(fact, l));
                                 }
@@ -1462,6 +1492,19 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         };
         let func = self.tc.ctx(at.ctx).func;
         let qctx = self.tc.context(at.ctx, at.edge);
+        let (program, backend, graph) = (self.program, self.backend, self.graph);
+        // The symbolic lock a lock argument names: an instance's member (through the address
+        // the argument surely holds, `m = &s->mutex`, when the backend knows it) or an array
+        // element.
+        let named = |a: &Expr| {
+            let alias = backend.alias(&qctx, a);
+            sym_lock(program, func, a, alias.clone()).or_else(|| {
+                alias
+                    .as_ref()
+                    .and_then(|x| elem_sym_lock(program, backend, graph, &qctx, x))
+                    .or_else(|| elem_sym_lock(program, backend, graph, &qctx, a))
+            })
+        };
         let written: Option<LocalId> = match &edge.op {
             Op::Assign { lhs, .. }
             | Op::Call {
@@ -1483,8 +1526,34 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             Op::Call { args, .. } => args,
             _ => &[],
         };
+        // Only exclusive locks exclude: two readers holding one read lock both proceed.
+        let (taken, released) = match &role {
+            Some(Role::Lock {
+                lock,
+                kind: LockKind::Blocking,
+                mode: LockMode::Write,
+            }) => (args.get(*lock).and_then(named), None),
+            Some(Role::Unlock { lock }) => (None, args.get(*lock).and_then(named)),
+            _ => (None, None),
+        };
         let table = &mut *self.table;
-        let program = self.program;
+        // Without a symbolic name, the objects an unlock may release (`None`: unknown).
+        let concrete: Option<SmallVec<[Base; 2]>> = match (&role, &released) {
+            (Some(Role::Unlock { lock }), None) => args.get(*lock).and_then(|a| {
+                lock_targets(
+                    program, backend, graph, self.tc, at.ctx, at.edge, a, table, false,
+                )
+                .map(|ids| {
+                    ids.iter()
+                        .filter_map(|l| match table.key(*l) {
+                            LockKey::Addr(b, _) => Some(b),
+                            _ => None,
+                        })
+                        .collect()
+                })
+            }),
+            _ => None,
+        };
         for f in outs.iter_mut() {
             if let Some(l) = written {
                 f.sym.retain(|id| {
@@ -1494,50 +1563,12 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 });
             }
             match &role {
-                Some(Role::Lock {
-                    lock,
-                    kind: LockKind::Blocking,
-                    mode: LockMode::Write,
-                }) => {
-                    let s = args.get(*lock).and_then(|a| {
-                        sym_lock(program, func, a)
-                            .or_else(|| elem_sym_lock(program, self.backend, self.graph, &qctx, a))
-                    });
-                    if let Some(s) = s {
-                        f.sym.insert(table.intern_sym(s));
+                Some(Role::Lock { .. }) => {
+                    if let Some(s) = &taken {
+                        f.sym.insert(table.intern_sym(s.clone()));
                     }
                 }
-                Some(Role::Unlock { lock }) => {
-                    let released = args.get(*lock).and_then(|a| {
-                        sym_lock(program, func, a)
-                            .or_else(|| elem_sym_lock(program, self.backend, self.graph, &qctx, a))
-                    });
-                    // Without a symbolic name, the objects the unlock may release (`None`:
-                    // unknown).
-                    let concrete: Option<SmallVec<[Base; 2]>> = match &released {
-                        Some(_) => None,
-                        None => args.get(*lock).and_then(|a| {
-                            lock_targets(
-                                program,
-                                self.backend,
-                                self.graph,
-                                self.tc,
-                                at.ctx,
-                                at.edge,
-                                a,
-                                table,
-                                false,
-                            )
-                            .map(|ids| {
-                                ids.iter()
-                                    .filter_map(|l| match table.key(*l) {
-                                        LockKey::Addr(b, _) => Some(b),
-                                        _ => None,
-                                    })
-                                    .collect()
-                            })
-                        }),
-                    };
+                Some(Role::Unlock { .. }) => {
                     // The unlock releases its own symbolic lock, and may release any lock of the
                     // same field of another instance expression, or any element of the same
                     // lock array; a known lock object releases no element of an array in
@@ -1653,6 +1684,8 @@ pub struct LocksetResult {
     /// Flags with one setter, a unique thread: the flag's "seen" pseudo-lock, its "set"
     /// pseudo-lock and the setter ([`LocksetResult::flag_orders`]).
     flag_setters: FxHashMap<LockId, (LockId, ThreadId)>,
+    /// Per thread, the known candidates of each unlock statement.
+    unlocks: Vec<UnlockTargets>,
 }
 
 impl LocksetResult {
@@ -1664,6 +1697,7 @@ impl LocksetResult {
             sem_mutex_ops: FxHashSet::default(),
             barriers: FxHashMap::default(),
             flag_setters: FxHashMap::default(),
+            unlocks: Vec::new(),
         }
     }
 
@@ -1681,7 +1715,7 @@ impl LocksetResult {
         let mut binary = binary_candidates(program, roles, backend, graph, &mut table);
         let flags = flag_candidates(program);
         loop {
-            let solutions = Self::solve(
+            let (solutions, unlocks) = Self::solve(
                 program, roles, backend, graph, &mut table, recursive, &binary, &flags,
             );
             let mut result = LocksetResult {
@@ -1690,6 +1724,7 @@ impl LocksetResult {
                 sem_mutex_ops: FxHashSet::default(),
                 barriers: FxHashMap::default(),
                 flag_setters: FxHashMap::default(),
+                unlocks,
             };
             let failed = result.unheld_posts(program, roles, backend, graph, &binary);
             if failed.is_empty() || binary.is_empty() {
@@ -1713,10 +1748,12 @@ impl LocksetResult {
         recursive: bool,
         binary: &FxHashSet<LockId>,
         flags: &FxHashMap<GlobalId, (i128, i128)>,
-    ) -> Vec<Solution<dataflow::Facts<LockFact>>> {
+    ) -> (Vec<Solution<dataflow::Facts<LockFact>>>, Vec<UnlockTargets>) {
         let contexts = &graph.contexts;
         let mut solutions = Vec::with_capacity(contexts.len());
+        let mut unlocks = Vec::with_capacity(contexts.len());
         for tc in contexts {
+            let mut known = FxHashMap::default();
             let mut a = Locksets {
                 program,
                 roles,
@@ -1727,6 +1764,7 @@ impl LocksetResult {
                 recursive,
                 binary,
                 flags,
+                unlocks: &mut known,
                 _p: std::marker::PhantomData,
             };
             let _ = a.program;
@@ -1738,8 +1776,9 @@ impl LocksetResult {
                 init,
                 u64::MAX,
             ));
+            unlocks.push(known);
         }
-        solutions
+        (solutions, unlocks)
     }
 
     /// The semaphores of `binary` that some reachable `sem_post` may release without its thread
@@ -2011,6 +2050,35 @@ impl LocksetResult {
     /// on a binary semaphore, which the locksets treat as a mutex (module docs).
     pub fn sem_is_mutex(&self, thread: ThreadId, ctx: FnCtxId, eid: EdgeId) -> bool {
         self.sem_mutex_ops.contains(&(thread, ctx, eid))
+    }
+
+    /// The unlock statements of `thread` that release no lock the thread may hold: every
+    /// known candidate is surely not held (and no unknown lock may be held) on every path
+    /// reaching them. `src` gives an edge's source node. Sorted.
+    pub fn unheld_unlocks(
+        &self,
+        thread: ThreadId,
+        src: impl Fn(FnCtxId, EdgeId) -> Option<NodeId>,
+    ) -> Vec<(FnCtxId, EdgeId)> {
+        let Some(known) = self.unlocks.get(thread.0 as usize) else {
+            return Vec::new();
+        };
+        let mut out: Vec<(FnCtxId, EdgeId)> = known
+            .iter()
+            .filter(|((c, e), ids)| {
+                !ids.is_empty()
+                    && src(*c, *e)
+                        .and_then(|n| self.at(thread, *c, n))
+                        .is_some_and(|l| {
+                            !l.may
+                                .iter()
+                                .any(|h| h.lock == LockId::UNKNOWN || ids.contains(&h.lock))
+                        })
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        out.sort();
+        out
     }
 
     /// The locksets at `node` of function context `ctx` of `thread` (`None`: unreachable).

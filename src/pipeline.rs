@@ -492,6 +492,30 @@ fn features<'p, B: Backend<'p>>(
             blocks_no_race: true,
         });
     }
+    // An unlock of a mutex the thread does not hold is undefined for default mutexes and
+    // fails for error-checking ones: the program's locking is not what it intends, and the
+    // locksets a no-race proof rests on may not be either.
+    for tc in &graph.contexts {
+        let unheld = locksets.unheld_unlocks(tc.thread, |c, e| {
+            let cfg = program.function(tc.ctx(c).func).body.as_ref()?;
+            Some(cfg.edges.get(e.0 as usize)?.src)
+        });
+        for (c, e) in unheld {
+            if let Some(edge) = program
+                .function(tc.ctx(c).func)
+                .body
+                .as_ref()
+                .and_then(|cfg| cfg.edges.get(e.0 as usize))
+            {
+                out.push(Imprecision {
+                    reason: "a mutex is unlocked by a thread that does not hold it".into(),
+                    loc: Some(edge.loc),
+                    blocks_race: false,
+                    blocks_no_race: true,
+                });
+            }
+        }
+    }
     let mut spin_checked = rustc_hash::FxHashSet::default();
     for tc in &graph.contexts {
         for c in tc.ids() {

@@ -24,6 +24,21 @@ pub trait Resolver<'p> {
     /// Where the object `p` points to is: the bytes from the pointed-to address to the end of
     /// its object, or (`sized`) exactly one object of `p`'s pointee type.
     fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target>;
+    /// Whether the pointer `p` surely points into an object its thread has not published
+    /// (see [`MemAccess::unpublished`]). Defaults to false.
+    fn unpublished(&self, _p: &'p Expr) -> bool {
+        false
+    }
+    /// The region ([`super::regions`]) the pointer `p` surely points into, if any. Defaults to
+    /// none.
+    fn region(&self, _p: &'p Expr) -> Option<super::regions::Region> {
+        None
+    }
+    /// The region the object `lv` designates is in (for a variable's lvalue: a root element),
+    /// if any. Defaults to none.
+    fn lval_region(&self, _lv: &'p Lval) -> Option<super::regions::Region> {
+        None
+    }
 }
 
 /// Whether an lvalue is accessed atomically (its type, or an enclosing object's, is `_Atomic`).
@@ -151,6 +166,8 @@ pub fn statement_accesses<'p>(
                                 site: AccessSite::Hidden(*f),
                                 after_call: false,
                                 precise: true,
+                                unpublished: false,
+                                region: None,
                             });
                         }
                     }
@@ -238,6 +255,11 @@ impl<'p> Collector<'_, 'p> {
         let targets = self.r.lval_targets(lv);
         let precise = targets.len() <= 1;
         let atomic = atomic_lval(self.program, lv);
+        let unpublished = matches!(&lv.host, Host::Deref(p) if self.r.unpublished(p));
+        let region = match &lv.host {
+            Host::Deref(p) => self.r.region(p),
+            Host::Var(_) => self.r.lval_region(lv),
+        };
         for target in targets {
             self.out.push(MemAccess {
                 target,
@@ -247,6 +269,8 @@ impl<'p> Collector<'_, 'p> {
                 site: AccessSite::Lval(lv),
                 after_call,
                 precise,
+                unpublished,
+                region,
             });
         }
     }
@@ -262,6 +286,8 @@ impl<'p> Collector<'_, 'p> {
         let atomic = atomic || self.program.types.quals(ty).contains(Quals::ATOMIC);
         let targets = self.r.pointee_targets(p, sized);
         let precise = targets.len() <= 1;
+        let unpublished = self.r.unpublished(p);
+        let region = self.r.region(p);
         for target in targets {
             self.out.push(MemAccess {
                 target,
@@ -271,6 +297,8 @@ impl<'p> Collector<'_, 'p> {
                 site: AccessSite::Pointee(p),
                 after_call: false,
                 precise,
+                unpublished,
+                region,
             });
         }
     }

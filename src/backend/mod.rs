@@ -19,6 +19,7 @@
 //! any escaped object holding a sub-object of a compatible type.
 
 pub mod accesses;
+pub mod regions;
 pub mod syntactic;
 pub mod value;
 
@@ -193,6 +194,28 @@ pub struct MemAccess<'p> {
     pub after_call: bool,
     /// The only object the expression can touch (seed 001 §7, condition 8).
     pub precise: bool,
+    /// The access touches only an object its thread allocated and has not published yet
+    /// (`value::publication`): no other thread can reach it, so it races with nothing.
+    pub unpublished: bool,
+    /// The access goes to an object of this region ([`regions`]).
+    pub region: Option<regions::Region>,
+}
+
+/// Where a thread published objects it had kept to itself (`value::publication`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Publishing {
+    /// The objects' base.
+    pub object: Base,
+    /// The publishing thread.
+    pub thread: ThreadId,
+    /// Function of the publishing statement.
+    pub func: FuncId,
+    /// The publishing statement.
+    pub edge: EdgeId,
+    /// Published by a store to memory (its write is an access of the statement) or a thread
+    /// creation, which order the earlier accesses before any thread that obtains the address
+    /// unless the statement's write races; false for a call that may keep the address.
+    pub store: bool,
 }
 
 /// What a pointer expression may point to.
@@ -292,6 +315,26 @@ pub trait Backend<'p> {
     /// Whether `base` stands for a single concrete object in every run (a heap base
     /// allocated at most once). Defaults to false.
     fn single_object(&self, _base: &Base) -> bool {
+        false
+    }
+
+    /// Where objects were published whose earlier accesses were reported as unpublished
+    /// ([`MemAccess::unpublished`]). Defaults to none.
+    fn publishing(&self) -> Vec<Publishing> {
+        Vec::new()
+    }
+
+    /// The address expression `&L` the pointer expression `e` (a local) surely holds at
+    /// `ctx`, with `L` depending only on locals unchanged since (`m = &s->mutex`). Defaults
+    /// to none.
+    fn alias(&self, _ctx: &Context, _e: &Expr) -> Option<Expr> {
+        None
+    }
+
+    /// Whether every object stored into an element of `root` (or into an object reachable
+    /// from one) enters the region of at most one element, ever ([`regions`]). Defaults to
+    /// false.
+    fn region_disjoint(&self, _root: &regions::ArrayRoot) -> bool {
         false
     }
 

@@ -83,6 +83,16 @@ pub enum InstLock {
         /// The accessed array.
         array: crate::lockset::ArrayId,
     },
+    /// The element of array `lock` whose index variable is the index of the region of `root`
+    /// the access goes to ([`crate::backend::regions`]): two accesses to the same object with
+    /// this lock hold the same element when objects enter at most one region of `root`
+    /// ([`crate::backend::Backend::region_disjoint`]).
+    Region {
+        /// The lock array.
+        lock: crate::lockset::ArrayId,
+        /// The root array of the regions.
+        root: crate::backend::regions::ArrayRoot,
+    },
 }
 
 /// How sure a race is.
@@ -266,9 +276,66 @@ fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, Byt
     Some((*comp, ByteRange { lo, hi: end }))
 }
 
+/// Rounds of race detection that keep more unpublished accesses before giving up on them.
+const MAX_PUBLICATION_ROUNDS: usize = 4;
+
 /// Runs race detection.
+///
+/// Accesses to objects their thread has not published yet race with nothing under the
+/// interleaving semantics, since other threads obtain the address only after the publishing
+/// store. Under the C11 memory model that holds only when the publication orders them: when
+/// the publishing store itself may race (or a library call may keep the address), a reader
+/// may see the address without seeing the earlier accesses, so those accesses are kept for
+/// the objects it published, and detection runs again.
 pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
-    let accesses = collect(inp);
+    let all = collect(inp);
+    let publishing = inp.backend.publishing();
+    // The accesses race detection considers: unpublished ones only to the objects of `keep`.
+    let kept = |keep: &FxHashSet<Base>| -> Vec<Access<'p>> {
+        all.iter()
+            .filter(|a| {
+                !a.mem.unpublished
+                    || matches!(a.mem.target, Target::Addr(x) if keep.contains(&x.base))
+            })
+            .cloned()
+            .collect()
+    };
+    let mut keep: FxHashSet<Base> = FxHashSet::default();
+    for round in 0..MAX_PUBLICATION_ROUNDS {
+        let result = detect_on(inp, kept(&keep));
+        let racy: Vec<Base> = publishing
+            .iter()
+            .filter(|p| !keep.contains(&p.object))
+            .filter(|p| {
+                !p.store
+                    || result.races.iter().any(|r| {
+                        r.accesses.iter().any(|&i| {
+                            let a = &result.accesses[i];
+                            a.thread == p.thread
+                                && a.func == p.func
+                                && a.edge == p.edge
+                                && a.mem.kind == AccessKind::Write
+                        })
+                    })
+            })
+            .map(|p| p.object)
+            .collect();
+        tracing::debug!(round, racy = racy.len(), "publication round");
+        if racy.is_empty() {
+            return result;
+        }
+        keep.extend(racy);
+    }
+    // Keep every unpublished access whose object was published at all.
+    keep.extend(publishing.iter().map(|p| p.object));
+    detect_on(inp, kept(&keep))
+}
+
+/// Race detection on the accesses `accesses`.
+fn detect_on<'p, B: Backend<'p>>(
+    inp: &Inputs<'_, 'p, B>,
+    accesses: Vec<Access<'p>>,
+) -> RaceResult<'p> {
     let program = inp.program;
     // Signatures.
     let mut sig_index: FxHashMap<Signature, usize> = FxHashMap::default();
@@ -639,8 +706,15 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
                     .iter()
                     .any(|(hb, lb)| ha != hb && sets_exclude(la, lb))
             });
-        // The same bytes are in the same instance, whose lock both hold.
-        let instance = a.inst_locks.iter().any(|l| b.inst_locks.contains(l));
+        // The same bytes are in the same instance, whose lock both hold (for a region lock:
+        // the same object is in the region of one element of the root, whose lock both hold).
+        let instance = a.inst_locks.iter().any(|l| {
+            b.inst_locks.contains(l)
+                && match l {
+                    InstLock::Region { root, .. } => inp.backend.region_disjoint(root),
+                    InstLock::Field(..) | InstLock::Element { .. } => true,
+                }
+        });
         // A `pthread_once` routine (holding its once-lock in write mode) ends before any
         // `pthread_once` on the same control returns: before the creation of a thread whose
         // every parent had returned from one (holds the once-lock in read mode for the
@@ -790,7 +864,32 @@ type AccessKey = (
     LocksAt,
     ActiveAt,
     Option<slots::SlotKey>,
+    SiteKey,
+    SmallVec<[InstLock; 1]>,
 );
+
+/// What else distinguishes two accesses of one statement to one target: the lvalue or
+/// argument written (by address: the same expression of the program in every context), and
+/// the backend's facts about it at the context (the only object touched, region, still
+/// unpublished). Accesses that differ in these are checked apart: an access through `t` in
+/// `s->v + t->v` under `s`'s instance lock is not protected by it.
+type SiteKey = (
+    u8,
+    usize,
+    bool,
+    Option<crate::backend::regions::Region>,
+    bool,
+);
+
+/// The [`SiteKey`] of an access.
+fn site_key(mem: &MemAccess<'_>) -> SiteKey {
+    let (tag, site) = match mem.site {
+        AccessSite::Lval(lv) => (0, std::ptr::from_ref(lv) as usize),
+        AccessSite::Pointee(e) => (1, std::ptr::from_ref(e) as usize),
+        AccessSite::Hidden(f) => (2, f.0 as usize),
+    };
+    (tag, site, mem.precise, mem.region, mem.unpublished)
+}
 
 /// Collects the accesses of every reachable statement of every thread context.
 fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
@@ -828,6 +927,7 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         node,
                     });
                     let slot = inp.slots.key(program, inp.backend, tc, c, edge, &mem);
+                    let inst_locks = instance_locks(inp, tc, c, edge, &mem, &locks);
                     let key = (
                         thread,
                         func,
@@ -838,11 +938,12 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         locks.clone(),
                         active.clone(),
                         slot,
+                        site_key(&mem),
+                        inst_locks.clone(),
                     );
                     if !seen.insert(key) {
                         continue;
                     }
-                    let inst_locks = instance_locks(inp, tc, c, edge, &mem, &locks);
                     out.push(Access {
                         thread,
                         ctx: c,
@@ -863,9 +964,12 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
 }
 
 /// The instance locks of an access (see [`Access::inst_locks`]): a symbolic lock `O.m` held
-/// while the access's lvalue is `O.f…`, in the function of the access or, through parameters
-/// its callers bind (`update(&s->f)` with `*p` accessed in `update`), in a caller at most
-/// [`INSTANCE_CALLER_DEPTH`] calls up.
+/// while the access's lvalue is `O.f…` (or `*d` with `d` surely holding `&O.f…`: the
+/// backend's alias, [`Backend::alias`], or a single-definition one), in the function of the
+/// access or, through parameters its callers bind (`update(&s->f)` with `*p` accessed in
+/// `update`), in a caller at most [`INSTANCE_CALLER_DEPTH`] calls up; a per-element lock
+/// `M[e]` held at an access `A[e]…`; a region lock `L[y]` held at an access to the region of
+/// index `y` ([`InstLock::Region`]).
 fn instance_locks<'p, B: Backend<'p>>(
     inp: &Inputs<'_, 'p, B>,
     tc: &crate::context::ThreadContexts,
@@ -877,27 +981,42 @@ fn instance_locks<'p, B: Backend<'p>>(
     let program = inp.program;
     let table = &inp.locksets.table;
     let mut out = SmallVec::new();
-    let AccessSite::Lval(lv) = mem.site else {
-        return out;
-    };
     // Only symbolic locks make instance locks.
     if locks.sym.is_empty() {
         return out;
     }
+    region_locks(program, table, mem, locks, &mut out);
+    let AccessSite::Lval(lv) = mem.site else {
+        out.sort();
+        out.dedup();
+        return out;
+    };
     element_locks(inp, &tc.context(ctx, edge), lv, locks, &mut out);
     let mut func = tc.ctx(ctx).func;
     let mut ctx = ctx;
+    let mut at = edge;
     let mut lv = lv.clone();
+    let rebase = |target: crate::ir::Lval, lv: &crate::ir::Lval| {
+        let mut t = target;
+        t.proj.extend(lv.proj.iter().cloned());
+        t.ty = lv.ty;
+        t
+    };
     for depth in 0..=INSTANCE_CALLER_DEPTH {
-        // `*d` with `d = &O.f` (a single-definition alias) is the lvalue `O.f`.
-        if let crate::ir::Host::Deref(p) = &lv.host
-            && let Some(crate::ir::ExprKind::AddrOf(target)) =
+        if let crate::ir::Host::Deref(p) = &lv.host {
+            // `*d` with `d` surely holding `&O.f` here (the backend's alias).
+            if let Some(crate::ir::ExprKind::AddrOf(target)) =
+                inp.backend.alias(&tc.context(ctx, at), p).map(|e| e.kind)
+            {
+                let t = rebase(*target, &lv);
+                instance_locks_in(program, table, func, &t, locks, &mut out);
+            }
+            // `*d` with `d = &O.f` (a single-definition alias) is the lvalue `O.f`.
+            if let Some(crate::ir::ExprKind::AddrOf(target)) =
                 crate::lockset::local_alias(program, func, p).map(|e| e.kind)
-        {
-            let mut t = *target;
-            t.proj.extend(lv.proj.iter().cloned());
-            t.ty = lv.ty;
-            lv = t;
+            {
+                lv = rebase(*target, &lv);
+            }
         }
         instance_locks_in(program, table, func, &lv, locks, &mut out);
         if depth == INSTANCE_CALLER_DEPTH {
@@ -939,10 +1058,49 @@ fn instance_locks<'p, B: Backend<'p>>(
         };
         func = caller_func;
         ctx = *caller;
+        at = *call_edge;
     }
     out.sort();
     out.dedup();
     out
+}
+
+/// The region locks of an access ([`InstLock::Region`]): element locks `L[y]` of the
+/// function of the access's region index `y`, whose index expression is exactly `y`.
+fn region_locks(
+    program: &Program,
+    table: &crate::lockset::LockTable,
+    mem: &MemAccess<'_>,
+    locks: &LocksAt,
+    out: &mut SmallVec<[InstLock; 1]>,
+) {
+    let Some(r) = mem.region else {
+        return;
+    };
+    let (func, y) = r.index;
+    let f = program.function(func);
+    let name = crate::ir::pretty::lval_to_string(
+        program,
+        &crate::ir::Lval {
+            host: Host::Var(crate::ir::Var::Local(y)),
+            proj: Vec::new(),
+            ty: f.local(y).ty,
+        },
+        Some(f),
+    );
+    for id in locks.sym.iter() {
+        if let Some(s) = table.sym(*id)
+            && s.func == func
+            && s.deps.as_slice() == [y]
+            && let Some((lock, ix)) = &s.elem
+            && *ix == name
+        {
+            out.push(InstLock::Region {
+                lock: *lock,
+                root: r.root,
+            });
+        }
+    }
 }
 
 /// The per-element locks held at an access `A[e]…` ([`crate::lockset::SymLock`]): an element

@@ -16,6 +16,13 @@
 //! creator, and in the thread's entry function the parameter (or one local copy of it) may
 //! only be dereferenced, tested or freed. Peeled copies of the loop (same source location) are
 //! allocation/create pairs of their own.
+//!
+//! Relation to the value backend's publication analysis (`backend::value::publication`): that
+//! analysis covers the creator's side flow-sensitively and more generally (any object a thread
+//! has not yet stored where others can read it, a thread creation being an ordered
+//! publication), but not the created thread's side: after the create the object is published
+//! to that thread, and only this rule shows that no *other* instance ever reaches it. This
+//! rule stays syntactic so it also serves the syntactic backend.
 
 use crate::ir::visit::{
     expr_mentions_local, local_of, lval_mentions_local, op_exprs, strip_casts, whole_local,

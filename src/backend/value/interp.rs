@@ -15,7 +15,10 @@
 //! its caller's instance of a local are joined, not lost; `malloc` does not return null.
 
 use super::memory::{Obj, State, Val, top};
+use super::publication::{Holder, Site, site_base};
+use super::regions::{PtrStore, Stored};
 use crate::backend::Base;
+use crate::backend::regions::{self as reg, Region};
 use crate::backend::syntactic::bitfield_location;
 use crate::context::{CallKind, CallSite, CallTarget, ThreadId};
 use crate::dataflow::{At, Callees, Domain};
@@ -141,7 +144,7 @@ impl Shared {
 }
 
 /// The addresses an lvalue designates.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Addrs {
     /// Known objects and byte-offset intervals of the first accessed byte.
     pub targets: SmallVec<[(Base, Interval); 1]>,
@@ -151,6 +154,12 @@ pub struct Addrs {
     pub size: u64,
     /// A bit-field: the bytes are its memory location, which other fields share.
     pub bitfield: bool,
+    /// For `*p` (plus projections) where `p` is only an integer (no address, e.g. the null
+    /// pointer of `offsetof`'s `&((T *)0)->f`): the integers the designated address takes.
+    pub numeric: Interval,
+    /// For `*p` (plus projections) where `p` points into the recent object of a site
+    /// ([`super::publication`]): that site.
+    pub recent: Option<Site>,
 }
 
 /// What a thread's analysis produced besides its states.
@@ -164,6 +173,13 @@ pub struct Effects {
     pub summaries: FxHashSet<Base>,
     /// Shared bases the thread read (its results depend on their shared stores).
     pub reads: std::cell::RefCell<FxHashSet<Base>>,
+    /// Stores of possible addresses ([`super::regions`]).
+    pub ptr_stores: FxHashSet<PtrStore>,
+    /// More than [`super::regions::MAX_PTR_STORES`] pointer stores: some are missing.
+    pub ptr_overflow: bool,
+    /// Where objects of which sites were published: (site, function, edge, by a store to
+    /// memory or a thread creation rather than by a call that may keep the address).
+    pub published: FxHashSet<(Site, FuncId, crate::ir::EdgeId, bool)>,
 }
 
 /// The transfer functions of one thread.
@@ -185,6 +201,11 @@ pub struct Interp<'a, 'p> {
     pub specific_keys: &'a FxHashSet<GlobalId>,
     /// What the analysis produced.
     pub effects: Effects,
+    /// What the store being performed stores and into which region (set by
+    /// [`Interp::assign`], for the pointer-store records).
+    pub cur: (Stored, Option<Region>),
+    /// The edge being interpreted (for the publication records).
+    pub at_edge: Option<(FuncId, crate::ir::EdgeId)>,
 }
 
 /// The negation of a comparison.
@@ -229,6 +250,27 @@ pub fn truth(v: &Val) -> Bool3 {
     }
 }
 
+/// The result `r` of integer arithmetic on `operand`: an unknown address too when the operand
+/// may be an address, so an address laundered through integers is still seen to escape
+/// ([`super::publication`]).
+fn laundered(operand: &Val, mut r: Val) -> Val {
+    if operand.ptr.unknown || !operand.ptr.targets().is_empty() {
+        r.ptr = Ptr::unknown();
+        r.int = Interval::TOP;
+    }
+    r
+}
+
+/// Whether `p` is only addresses (not null, not an integer) and `n` only an integer.
+fn address_plus_int(p: &Val, n: &Val) -> bool {
+    !p.ptr.targets().is_empty()
+        && !p.ptr.unknown
+        && !p.ptr.null
+        && p.int.is_bottom()
+        && n.ptr.is_empty()
+        && !n.int.is_bottom()
+}
+
 fn bool_val(b: Bool3) -> Val {
     Val::int(match b {
         Bool3::True => Interval::constant(1),
@@ -270,7 +312,7 @@ impl<'p> Interp<'_, 'p> {
                 ptr: v.ptr,
             },
             None => match self.types().kind(ty) {
-                TypeKind::Float(_) | TypeKind::Complex(_) => Val::int(Interval::TOP),
+                TypeKind::Float(_) | TypeKind::Complex(_) => laundered(&v, Val::int(Interval::TOP)),
                 _ => v,
             },
         }
@@ -292,10 +334,33 @@ impl<'p> Interp<'_, 'p> {
 
     /// Reads `size` bytes at `off` of `b`.
     pub fn read(&self, s: &State, b: &Base, off: Interval, size: u64) -> Val {
-        let own = match s.stored(b) {
+        self.read_via(s, b, off, size, None)
+    }
+
+    /// Reads `size` bytes at `off` of `b`; `via`: through a pointer into the recent object of
+    /// that site ([`super::publication`]), which is then the only object read.
+    pub fn read_via(
+        &self,
+        s: &State,
+        b: &Base,
+        off: Interval,
+        size: u64,
+        via: Option<Site>,
+    ) -> Val {
+        let fresh = s.fresh_of(b);
+        if let Some(f) = fresh
+            && via == Some(f.site)
+        {
+            // Nobody else can have stored to it.
+            return f.recent.read(off, size);
+        }
+        let mut own = match s.stored(b) {
             Some(o) => o.read(off, size),
             None => s.frame.default_obj(b).read(off, size),
         };
+        if let Some(f) = fresh {
+            own = own.join(&f.recent.read(off, size));
+        }
         if self.shared_base(b) {
             self.effects.reads.borrow_mut().insert(*b);
             own.join(&self.shared.read(b, self.thread, self.unique, off, size))
@@ -304,7 +369,10 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
-    /// Stores `v` at `off` of `b` in `s` (and in the thread's visible stores).
+    /// Stores `v` at `off` of `b` in `s` (and in the thread's visible stores); `via` as for
+    /// [`Interp::read_via`]. A store of an address into memory other threads may read
+    /// publishes the object ([`super::publication`]).
+    #[allow(clippy::too_many_arguments)]
     pub fn store(
         &mut self,
         s: &mut State,
@@ -313,14 +381,79 @@ impl<'p> Interp<'_, 'p> {
         size: u64,
         v: &Val,
         strong: bool,
+        via: Option<Site>,
     ) {
         if matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
-        let mut o = s.obj(&b);
-        o.write(off, size, v, strong);
-        s.set(b, o);
-        if self.shared_base(&b) {
+        if self.holder(&b).is_none() {
+            // An address stored into the recent object of its own site (`p->self = p`) stays
+            // unpublished with it.
+            let own = via.filter(|site| site_base(self.thread, *site) == b);
+            self.publish_carried(s, std::slice::from_ref(v), own, true);
+        }
+        self.store_raw(s, b, off, size, v, strong, via);
+    }
+
+    /// [`Interp::store`] of a value that cannot be the address of an unpublished object (what a
+    /// library function writes: it was not given that address).
+    #[allow(clippy::too_many_arguments)]
+    fn store_raw(
+        &mut self,
+        s: &mut State,
+        b: Base,
+        off: Interval,
+        size: u64,
+        v: &Val,
+        strong: bool,
+        via: Option<Site>,
+    ) {
+        if matches!(b, Base::Func(_) | Base::Str(_)) {
+            return;
+        }
+        match self.holder(&b) {
+            Some(h) => {
+                s.forget_holders(|x| x == h);
+                s.orig.forget(|x| x == h);
+                s.eqs.forget(h);
+            }
+            None => {
+                let into_fresh = via.is_some_and(|site| site_base(self.thread, site) == b);
+                if into_fresh && let Some(site) = via {
+                    // Pointers stored into a fresh object restrict the regions it may enter.
+                    let links: SmallVec<[Region; 1]> = match &self.cur.0 {
+                        Stored::From(r) => smallvec::smallvec![*r],
+                        Stored::Fresh(l) => l.clone(),
+                        Stored::Other => SmallVec::new(),
+                    };
+                    if !links.is_empty() {
+                        s.publ.add_links(site, &links);
+                    }
+                }
+                self.record_ptr_store(Some((b, off)), v, into_fresh);
+            }
+        }
+        match s.fresh_of(&b).map(|f| (f.site, (*f.recent).clone())) {
+            Some((site, mut recent)) => {
+                if via == Some(site) {
+                    // The one recent object: strong updates.
+                    recent.write(off, size, v, strong);
+                } else {
+                    // The recent object or another one of the site.
+                    recent.write(off, size, v, false);
+                    let mut o = s.obj(&b);
+                    o.write(off, size, v, false);
+                    s.set(b, o);
+                }
+                s.set_recent(site, recent);
+            }
+            None => {
+                let mut o = s.obj(&b);
+                o.write(off, size, v, strong);
+                s.set(b, o);
+            }
+        }
+        if s.multi && self.shared_base(&b) {
             self.effects
                 .stores
                 .entry(b)
@@ -329,13 +462,122 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
+    /// The trackable local ([`Holder`]) a base is, if it is one: a local of this
+    /// thread whose address is never taken.
+    pub fn holder(&self, b: &Base) -> Option<Holder> {
+        match b {
+            Base::Local {
+                thread,
+                func,
+                local,
+            } if *thread == self.thread && !self.addr_taken.contains(&(*func, *local)) => {
+                Some((*func, *local))
+            }
+            _ => None,
+        }
+    }
+
+    /// The site whose recent object the pointer `e` surely points into: `h`, `h + k`, `h - k`
+    /// or `&h->f…` (casts aside) for a holder `h` of the object ([`super::publication`]).
+    pub fn fresh_site(&self, s: &State, func: FuncId, e: &Expr) -> Option<Site> {
+        if s.publ.fresh.is_empty() {
+            return None;
+        }
+        let mut e = strip_casts(e);
+        for _ in 0..16 {
+            match &e.kind {
+                ExprKind::Load(lv) if lv.proj.is_empty() => {
+                    return match lv.host {
+                        Host::Var(Var::Local(l)) if !self.addr_taken.contains(&(func, l)) => {
+                            s.publ.held_by((func, l))
+                        }
+                        _ => None,
+                    };
+                }
+                ExprKind::Binary(BinOp::PtrAdd | BinOp::PtrSub, a, _) => e = strip_casts(a),
+                ExprKind::AddrOf(lv) => match &lv.host {
+                    Host::Deref(p) => e = strip_casts(p),
+                    Host::Var(_) => return None,
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The trackable local `e` loads as a whole (casts aside), if any.
+    fn holder_expr(&self, func: FuncId, e: &Expr) -> Option<Holder> {
+        match &strip_casts(e).kind {
+            ExprKind::Load(lv) => self.holder_lval(func, lv),
+            _ => None,
+        }
+    }
+
+    /// The trackable local `lv` is as a whole, if any.
+    fn holder_lval(&self, func: FuncId, lv: &Lval) -> Option<Holder> {
+        match lv.host {
+            Host::Var(Var::Local(l))
+                if lv.proj.is_empty() && !self.addr_taken.contains(&(func, l)) =>
+            {
+                Some((func, l))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `v` may be the address of an object of `site` allocated by this thread.
+    fn carries(&self, v: &Val, site: Site) -> bool {
+        let base = site_base(self.thread, site);
+        v.ptr.unknown || v.ptr.targets().iter().any(|(b, _)| *b == base)
+    }
+
+    /// Publishes the objects the values `vals` may be the addresses of: they are no longer
+    /// fresh, and the contents of pending ones go to the shared invariant.
+    /// `except`: a site whose object is not published by this (a store into itself);
+    /// `store`: by a store to memory or a thread creation, which order the earlier accesses
+    /// unless their statement races (else by a call that may keep the address).
+    fn publish_carried(&mut self, s: &mut State, vals: &[Val], except: Option<Site>, store: bool) {
+        if s.publ.is_empty() {
+            return;
+        }
+        let sites = s.publ.sites();
+        let carried: SmallVec<[Site; 2]> = sites
+            .into_iter()
+            .filter(|site| Some(*site) != except && vals.iter().any(|v| self.carries(v, *site)))
+            .collect();
+        if carried.is_empty() {
+            return;
+        }
+        if let Some((f, e)) = self.at_edge {
+            for site in &carried {
+                if s.publ.fresh(*site).is_some() {
+                    self.effects.published.insert((*site, f, e, store));
+                }
+            }
+        }
+        for site in s.publish(|x| carried.contains(&x)) {
+            let b = site_base(self.thread, site);
+            let o = s.view(&b);
+            self.effects
+                .stores
+                .entry(b)
+                .or_insert_with(Obj::empty)
+                .join_with(&o, false);
+        }
+    }
+
     /// The addresses `lv` designates in `s` (function `func`).
     pub fn lval_addrs(&self, s: &State, func: FuncId, lv: &Lval) -> Addrs {
         let types = self.types();
         let mut out = Addrs {
+            targets: SmallVec::new(),
+            unknown: false,
             size: types.size_of(lv.ty).unwrap_or(1),
-            ..Addrs::default()
+            bitfield: false,
+            numeric: Interval::BOTTOM,
+            recent: None,
         };
+        let mut numeric = Interval::BOTTOM;
         let (mut targets, start_ty): (SmallVec<[(Base, Interval); 1]>, TypeId) = match &lv.host {
             Host::Var(Var::Global(g)) => (
                 smallvec::smallvec![(Base::Global(*g), Interval::constant(0))],
@@ -360,7 +602,17 @@ impl<'p> Interp<'_, 'p> {
                 )
             }
             Host::Deref(p) => {
-                let v = self.eval(s, func, p).as_ptr();
+                out.recent = self.fresh_site(s, func, p);
+                let pv = self.eval(s, func, p);
+                let v = pv.as_ptr();
+                if v.targets().is_empty() && !v.unknown {
+                    // An integer used as an address (`(T *)0`): its numeric value.
+                    numeric = if pv.ptr.null {
+                        pv.int.join(&Interval::constant(0))
+                    } else {
+                        pv.int
+                    };
+                }
                 out.unknown = v.unknown;
                 let ts = v
                     .targets()
@@ -412,6 +664,9 @@ impl<'p> Interp<'_, 'p> {
         }
         targets.retain(|(_, off)| !off.is_bottom());
         out.targets = targets;
+        if !numeric.is_bottom() {
+            out.numeric = numeric.add(&delta);
+        }
         out
     }
 
@@ -433,7 +688,7 @@ impl<'p> Interp<'_, 'p> {
                 }
                 let mut v = Val::bottom();
                 for (b, off) in &a.targets {
-                    v = v.join(&self.read(s, b, *off, a.size));
+                    v = v.join(&self.read_via(s, b, *off, a.size, a.recent));
                 }
                 if v.is_bottom() {
                     // Memory nobody is known to have stored to: any value of the type.
@@ -443,6 +698,10 @@ impl<'p> Interp<'_, 'p> {
             }
             ExprKind::AddrOf(lv) => {
                 let a = self.lval_addrs(s, func, lv);
+                if a.targets.is_empty() && !a.unknown && !a.numeric.is_bottom() {
+                    // `&((T *)0)->f` (`offsetof`): an integer.
+                    return Val::int(a.numeric);
+                }
                 let mut p = if a.unknown {
                     Ptr::unknown()
                 } else {
@@ -470,8 +729,10 @@ impl<'p> Interp<'_, 'p> {
                         Bool3::False => Bool3::True,
                         Bool3::Maybe => Bool3::Maybe,
                     }),
-                    UnOp::Neg => self.convert(Val::int(v.as_int().neg()), e.ty),
-                    UnOp::BitNot => self.convert(Val::int(v.as_int().bitnot()), e.ty),
+                    UnOp::Neg => self.convert(laundered(&v, Val::int(v.as_int().neg())), e.ty),
+                    UnOp::BitNot => {
+                        self.convert(laundered(&v, Val::int(v.as_int().bitnot())), e.ty)
+                    }
                 }
             }
             ExprKind::Binary(op, a, b) => self.binary(s, func, *op, a, b, e.ty),
@@ -526,6 +787,27 @@ impl<'p> Interp<'_, 'p> {
                 }
             }
             Lt | Gt | Le | Ge | Eq | Ne => bool_val(self.compare(op, &va, &vb, a.ty)),
+            Add | Sub
+                if address_plus_int(&va, &vb) || (op == Add && address_plus_int(&vb, &va)) =>
+            {
+                // An address held in an integer, moved by an integer (`(uintptr_t)p - off`):
+                // the same object at another offset.
+                let (p, n) = if address_plus_int(&va, &vb) {
+                    (&va, vb.int)
+                } else {
+                    (&vb, va.int)
+                };
+                let d = if op == Sub { n.neg() } else { n };
+                let mut ptr = p.ptr.offset_by(&d);
+                ptr.null = false;
+                self.convert(
+                    Value {
+                        int: Interval::BOTTOM,
+                        ptr,
+                    },
+                    ty,
+                )
+            }
             _ => {
                 let (x, y) = (va.as_int(), vb.as_int());
                 let r = match op {
@@ -541,7 +823,7 @@ impl<'p> Interp<'_, 'p> {
                     BitXor => x.bitor(&y, true),
                     _ => Interval::TOP,
                 };
-                self.convert(Val::int(r), ty)
+                self.convert(laundered(&va.join(&vb), Val::int(r)), ty)
             }
         }
     }
@@ -602,8 +884,8 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
-    /// `lv = v` in `s`.
-    pub fn assign(&mut self, s: &mut State, func: FuncId, lv: &Lval, v: &Val) {
+    /// `lv = v` in `s`; `stored` says what kind of address `v` is ([`super::regions`]).
+    pub fn assign(&mut self, s: &mut State, func: FuncId, lv: &Lval, v: &Val, stored: Stored) {
         let a = self.lval_addrs(s, func, lv);
         let strong = a.targets.len() == 1
             && !a.unknown
@@ -614,8 +896,88 @@ impl<'p> Interp<'_, 'p> {
         } else {
             v.clone()
         };
+        self.cur = (stored, self.lval_region(s, func, lv));
+        if a.unknown {
+            // The unresolved part of the store changes no tracked value, but it may store an
+            // address anywhere.
+            self.record_ptr_store(None, &v, false);
+        }
         for (b, off) in a.targets {
-            self.store(s, b, off, a.size, &v, strong);
+            self.store(s, b, off, a.size, &v, strong, a.recent);
+        }
+        self.cur = (Stored::Other, None);
+    }
+
+    /// Records a store of `v` into `target` (`None`: anywhere) when `v` may be an address;
+    /// `into_fresh`: through a pointer into the recent object of the target's site.
+    fn record_ptr_store(&mut self, target: Option<(Base, Interval)>, v: &Val, into_fresh: bool) {
+        if v.ptr.targets().is_empty() && !v.ptr.unknown {
+            return;
+        }
+        if self.effects.ptr_stores.len() >= super::regions::MAX_PTR_STORES {
+            self.effects.ptr_overflow = true;
+            return;
+        }
+        let (stored, into) = self.cur.clone();
+        self.effects.ptr_stores.insert(PtrStore {
+            targets: target.into_iter().collect(),
+            anywhere: target.is_none(),
+            into,
+            value: v.ptr.targets().iter().map(|(b, _)| *b).collect(),
+            value_unknown: v.ptr.unknown,
+            stored,
+            into_fresh,
+        });
+    }
+
+    /// The region the pointer `e` surely points into ([`super::regions`]): a pointer loaded
+    /// from (a member of) a root element `R[y]` (`y` a trackable local) or from an object of a
+    /// region, the address of a root element, or a local coming from one; moved by pointer
+    /// arithmetic or to a member.
+    pub fn origin_of(&self, s: &State, func: FuncId, e: &Expr) -> Option<Region> {
+        let mut e = strip_casts(e);
+        for _ in 0..16 {
+            match &e.kind {
+                ExprKind::Load(lv) => {
+                    if !self.types().is_pointer(lv.ty) {
+                        return None;
+                    }
+                    if lv.proj.is_empty()
+                        && let Host::Var(Var::Local(l)) = lv.host
+                    {
+                        return if self.addr_taken.contains(&(func, l)) {
+                            None
+                        } else {
+                            s.orig.of((func, l))
+                        };
+                    }
+                    return self.lval_region(s, func, lv);
+                }
+                ExprKind::Binary(BinOp::PtrAdd | BinOp::PtrSub, a, _) => e = strip_casts(a),
+                ExprKind::AddrOf(lv) => match &lv.host {
+                    Host::Deref(p) => e = strip_casts(p),
+                    // The address of a root element (or of a member of it).
+                    Host::Var(_) => return self.lval_region(s, func, lv),
+                },
+                _ => return None,
+            }
+        }
+        None
+    }
+
+    /// The region of the object `lv` designates: `*p…` with `p` from a region, or (a member
+    /// of) the root element `R[y]` itself.
+    pub fn lval_region(&self, s: &State, func: FuncId, lv: &Lval) -> Option<Region> {
+        match &lv.host {
+            Host::Deref(p) => self.origin_of(s, func, p),
+            Host::Var(_) => {
+                let (root, ix) = reg::root_element(self.program, lv)?;
+                let y = reg::index_local(ix)?;
+                (!self.addr_taken.contains(&(func, y))).then_some(Region {
+                    root,
+                    index: (func, y),
+                })
+            }
         }
     }
 
@@ -637,9 +999,13 @@ impl<'p> Interp<'_, 'p> {
                 so.as_constant().unwrap_or(0) as u64,
                 doff.as_constant().unwrap_or(0) as u64,
             );
-            let sobj = match s.stored(&sb) {
-                Some(o) => o.clone(),
-                None => s.frame.default_obj(&sb),
+            let sobj = match s.fresh_of(&sb) {
+                Some(f) if src.recent == Some(f.site) => (*f.recent).clone(),
+                Some(_) => s.view(&sb),
+                None => match s.stored(&sb) {
+                    Some(o) => o.clone(),
+                    None => s.frame.default_obj(&sb),
+                },
             };
             // Bytes without a cell in the source: its rest (and others' stores).
             let mut rest = sobj.rest.clone();
@@ -660,10 +1026,17 @@ impl<'p> Interp<'_, 'p> {
                 1,
                 &rest,
                 false,
+                dst.recent,
             );
             for c in sobj.cells() {
                 if c.off >= so && c.off + c.size <= so + size {
-                    let v = self.read(s, &sb, Interval::constant(c.off as i128), c.size);
+                    let v = self.read_via(
+                        s,
+                        &sb,
+                        Interval::constant(c.off as i128),
+                        c.size,
+                        src.recent,
+                    );
                     self.store(
                         s,
                         db,
@@ -671,6 +1044,7 @@ impl<'p> Interp<'_, 'p> {
                         c.size,
                         &v,
                         true,
+                        dst.recent,
                     );
                 }
             }
@@ -678,19 +1052,28 @@ impl<'p> Interp<'_, 'p> {
         }
         for (b, off) in dst.targets {
             let hi = off.hi().saturating_add(size.max(1) as i128 - 1);
-            self.store(s, b, Interval::new(off.lo(), hi), 1, &top(), false);
+            self.store(
+                s,
+                b,
+                Interval::new(off.lo(), hi),
+                1,
+                &top(),
+                false,
+                dst.recent,
+            );
         }
     }
 
     /// Stores unknown values into every object `p` may point to, from the pointed byte on.
     fn havoc_pointee(&mut self, s: &mut State, func: FuncId, p: &Expr) {
         let v = self.eval(s, func, p).as_ptr();
+        let via = self.fresh_site(s, func, p);
         for (b, off) in v.targets().to_vec() {
             if matches!(b, Base::Func(_) | Base::Str(_)) {
                 continue;
             }
             let range = Interval::new(off.lo().max(0), racedar_domains::interval::POS_INF);
-            self.store(s, b, range, 1, &top(), false);
+            self.store_raw(s, b, range, 1, &top(), false, via);
         }
     }
 
@@ -769,14 +1152,22 @@ impl<'p> Interp<'_, 'p> {
         if off.as_constant().is_none() || matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
-        let own = match s.stored(&b) {
-            Some(o) => o.clone(),
-            None => s.frame.default_obj(&b),
+        // The recent object of a fresh site is refined when the lvalue surely goes to it;
+        // otherwise it may be another object of the site.
+        let recent = match s.fresh_of(&b) {
+            Some(f) if a.recent == Some(f.site) => Some((f.site, (*f.recent).clone())),
+            Some(_) => return,
+            None => None,
+        };
+        let own = match (&recent, s.stored(&b)) {
+            (Some((_, r)), _) => r.clone(),
+            (None, Some(o)) => o.clone(),
+            (None, None) => s.frame.default_obj(&b),
         };
         if own.summary {
             return;
         }
-        let cur = self.read(s, &b, off, a.size);
+        let cur = self.read_via(s, &b, off, a.size, a.recent);
         let mut new = cur.clone();
         let y = other.as_int();
         let pointer = self.types().is_pointer(lv.ty);
@@ -827,7 +1218,10 @@ impl<'p> Interp<'_, 'p> {
         }
         let mut o = own;
         o.write(off, a.size, &new, true);
-        s.set(b, o);
+        match recent {
+            Some((site, _)) => s.set_recent(site, o),
+            None => s.set(b, o),
+        }
     }
 
     /// The state after a call edge handled here (library functions, unknown functions, the
@@ -844,6 +1238,14 @@ impl<'p> Interp<'_, 'p> {
         };
         let dest_ty = dest.as_ref().map(|d| d.ty);
         let mut result: Option<Val> = None;
+        // The allocation site whose new object the call returns, and its contents.
+        let mut fresh: Option<(Site, Obj)> = None;
+        if !out.publ.is_empty() && may_retain(self.program, role.as_ref(), args) {
+            let vals: Vec<Val> = args.iter().map(|a| self.eval(s, func, a)).collect();
+            // Creating a thread orders the creator's earlier accesses before the thread's.
+            let ordered = matches!(role, Some(Role::ThreadCreate { .. }));
+            self.publish_carried(&mut out, &vals, None, ordered);
+        }
         match &role {
             Some(r) if r.ends_path() => return State::bottom(),
             Some(Role::Alloc) | Some(Role::Realloc { .. }) => {
@@ -861,30 +1263,35 @@ impl<'p> Interp<'_, 'p> {
                 } else {
                     top()
                 };
-                let obj = match out.stored(&base) {
-                    Some(old) => {
-                        // Allocated again: the base stands for several objects.
-                        let mut o = old.clone();
-                        o.summary = true;
-                        o.rest = o.rest.join(&content);
-                        self.effects.summaries.insert(base);
-                        o
-                    }
-                    None => Obj::filled(content.clone()),
+                let site = (func, at.edge);
+                // A new object kept in a trackable local is the site's recent object
+                // (`publication`): its contents are tracked apart from the site's other
+                // objects, which the base stands for.
+                let holder = match (&role, dest) {
+                    (Some(Role::Alloc), Some(d)) => self.holder_lval(func, d),
+                    _ => None,
                 };
+                let again = out.stored(&base).is_some() || out.publ.fresh(site).is_some();
+                // The previous recent object joins the others; other threads see the new
+                // object's initial contents once it is published (before that they cannot
+                // reach it). With a holder the fact starts once the result is stored.
+                out.allocate(site, None, Obj::empty(), out.multi);
+                if again {
+                    // Allocated again: the base stands for several objects.
+                    self.effects.summaries.insert(base);
+                }
+                let mut obj = match out.stored(&base) {
+                    Some(old) => old.clone(),
+                    None => Obj::empty(),
+                };
+                obj.summary |= again;
+                if holder.is_none() {
+                    obj.rest = obj.rest.join(&content);
+                }
                 out.set(base, obj);
-                self.effects
-                    .stores
-                    .entry(base)
-                    .or_insert_with(Obj::empty)
-                    .rest = content.join(
-                    &self
-                        .effects
-                        .stores
-                        .get(&base)
-                        .map(|o| o.rest.clone())
-                        .unwrap_or_else(Val::bottom),
-                );
+                if holder.is_some() {
+                    fresh = Some((site, Obj::filled(content)));
+                }
                 result = Some(Val::address(base, Interval::constant(0)));
             }
             Some(Role::Nondet) | Some(Role::Free { .. }) => {}
@@ -898,7 +1305,7 @@ impl<'p> Interp<'_, 'p> {
                         thread: self.thread,
                         key: g,
                     };
-                    self.store(&mut out, b, Interval::constant(0), size, &val, true);
+                    self.store(&mut out, b, Interval::constant(0), size, &val, true, None);
                 }
             }
             Some(Role::SpecificGet { key }) => {
@@ -939,6 +1346,7 @@ impl<'p> Interp<'_, 'p> {
                 if let Some(p) = args.get(*thread_id) {
                     self.store_through(&mut out, func, p, &self.top_of(self.types().common.ulong));
                 }
+                out.multi = true;
             }
             Some(Role::Access {
                 writes,
@@ -989,7 +1397,17 @@ impl<'p> Interp<'_, 'p> {
         if let (Some(d), Some(ty)) = (dest, dest_ty) {
             let v = result.unwrap_or_else(|| self.top_of(ty));
             let v = self.convert(v, ty);
-            self.assign(&mut out, func, d, &v);
+            // A new object is in no region yet.
+            let stored = if matches!(role, Some(Role::Alloc)) {
+                Stored::Fresh(SmallVec::new())
+            } else {
+                Stored::Other
+            };
+            self.assign(&mut out, func, d, &v, stored);
+            if let (Some((site, recent)), Some(h)) = (fresh, self.holder_lval(func, d)) {
+                let pending = out.multi;
+                out.allocate(site, Some(h), recent, pending);
+            }
         }
         out
     }
@@ -1015,13 +1433,15 @@ impl<'p> Interp<'_, 'p> {
             .unwrap_or(8);
         let strong =
             pv.targets().len() == 1 && !pv.unknown && pv.targets()[0].1.as_constant().is_some();
+        let via = self.fresh_site(s, func, p);
         for (b, off) in pv.targets().to_vec() {
-            self.store(s, b, off, size, v, strong);
+            self.store(s, b, off, size, v, strong, via);
         }
     }
 
     /// The transfer function of a non-call edge (or of a call's library part).
     pub fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &State) -> State {
+        self.at_edge = Some((at.fctx.func, at.edge));
         if !d.live {
             return State::bottom();
         }
@@ -1033,8 +1453,62 @@ impl<'p> Interp<'_, 'p> {
                 if self.types().is_aggregate(lhs.ty) {
                     self.copy_aggregate(&mut s, func, lhs, rhs);
                 } else {
+                    // `l = m…` with `m` pointing into a fresh object: so does `l`.
+                    let copy = self
+                        .holder_lval(func, lhs)
+                        .zip(self.fresh_site(d, func, rhs))
+                        .map(|(l, site)| (site, l));
                     let v = self.eval(d, func, rhs);
-                    self.assign(&mut s, func, lhs, &v);
+                    let fresh = self.fresh_site(d, func, rhs);
+                    let from = self.origin_of(d, func, rhs);
+                    let stored = match (fresh, from) {
+                        (Some(site), _) => Stored::Fresh(
+                            d.publ
+                                .fresh(site)
+                                .map(|f| f.links.clone())
+                                .unwrap_or_default(),
+                        ),
+                        (None, Some(r)) => Stored::From(r),
+                        (None, None) => Stored::Other,
+                    };
+                    // A fresh object stored into an object of a region joins that region.
+                    let entering: SmallVec<[Holder; 2]> =
+                        match (fresh, self.lval_region(d, func, lhs)) {
+                            (Some(site), Some(_)) => d
+                                .publ
+                                .fresh(site)
+                                .map(|f| f.holders.iter().copied().collect())
+                                .unwrap_or_default(),
+                            _ => SmallVec::new(),
+                        };
+                    let into = self.lval_region(d, func, lhs);
+                    self.assign(&mut s, func, lhs, &v, stored);
+                    if let Some((site, l)) = copy {
+                        s.publ.add_holder(site, l);
+                    }
+                    if let (Some(l), Some(r)) = (self.holder_lval(func, lhs), from) {
+                        s.orig.set(l, r);
+                    }
+                    if let Some(l) = self.holder_lval(func, lhs) {
+                        // `l = &L`, or `l = m` with `m == &L`.
+                        let eq = match self.holder_expr(func, rhs).and_then(|m| d.eqs.of(m)) {
+                            Some(f) if !f.deps.contains(&l.1) => Some(super::symeq::SymEq {
+                                x: l,
+                                addr: f.addr.clone(),
+                                deps: f.deps.clone(),
+                            }),
+                            Some(_) => None,
+                            None => super::symeq::of_assignment(func, l.1, rhs, self.addr_taken),
+                        };
+                        if let Some(eq) = eq {
+                            s.eqs.set(eq);
+                        }
+                    }
+                    if let Some(r) = into {
+                        for h in entering {
+                            s.orig.set(h, r);
+                        }
+                    }
                 }
                 s
             }
@@ -1052,13 +1526,15 @@ impl<'p> Interp<'_, 'p> {
                     Some(e) => self.eval(d, func, e),
                     None => Val::bottom(),
                 };
+                let site = e.as_ref().and_then(|e| self.fresh_site(d, func, e));
+                s.set_ret(site);
                 s
             }
             Op::Asm { outputs, .. } => {
                 let mut s = d.clone();
                 for o in outputs {
                     let t = self.top_of(o.ty);
-                    self.assign(&mut s, func, o, &t);
+                    self.assign(&mut s, func, o, &t, Stored::Other);
                 }
                 s
             }
@@ -1127,6 +1603,11 @@ impl<'p> Interp<'_, 'p> {
         s.ret = Val::bottom();
         let g = target.func;
         self.forget_locals(&mut s, g);
+        // The callee's locals are new (a recursive call's caller loses its facts too).
+        s.forget_holders(|h| h.0 == g);
+        s.set_ret(None);
+        s.orig.forget(|h| h.0 == g);
+        s.eqs.forget_func(g);
         if target.kind == CallKind::Once {
             return s;
         }
@@ -1154,9 +1635,20 @@ impl<'p> Interp<'_, 'p> {
                     1,
                     &top(),
                     false,
+                    None,
                 );
             } else {
-                self.store(&mut s, base, Interval::constant(0), size, &v, true);
+                self.store(&mut s, base, Interval::constant(0), size, &v, true, None);
+                // A parameter bound to a pointer into a fresh object points into it too, one
+                // bound to a pointer from a region comes from it.
+                if let Some(a) = args.get(i) {
+                    if let Some(site) = self.fresh_site(d, at.fctx.func, a) {
+                        s.publ.add_holder(site, (g, *p));
+                    }
+                    if let Some(r) = self.origin_of(d, at.fctx.func, a) {
+                        s.orig.set((g, *p), r);
+                    }
+                }
             }
         }
         s
@@ -1199,8 +1691,14 @@ impl<'p> Interp<'_, 'p> {
             return State::bottom();
         }
         let caller = at.fctx.func;
+        self.at_edge = Some((caller, at.edge));
         let mut s = exit.clone();
         s.ret = Val::bottom();
+        // The callee's locals are gone; what it returned is the caller's.
+        let returned = s.publ.returned();
+        s.forget_holders(|h| h.0 == target.func);
+        s.orig.forget(|h| h.0 == target.func);
+        s.eqs.forget_func(target.func);
         // Locals of the thread's functions.
         let lo = Base::Local {
             thread: self.thread,
@@ -1244,8 +1742,20 @@ impl<'p> Interp<'_, 'p> {
             } else {
                 self.convert(exit.ret.clone(), d.ty)
             };
-            self.assign(&mut s, caller, d, &v);
+            let stored = match returned.and_then(|site| s.publ.fresh(site)) {
+                Some(f) => Stored::Fresh(f.links.clone()),
+                None => Stored::Other,
+            };
+            self.assign(&mut s, caller, d, &v, stored);
+            if let (Some(site), Some(h), false) = (
+                returned,
+                self.holder_lval(caller, d),
+                target.kind == CallKind::Once,
+            ) {
+                s.publ.add_holder(site, h);
+            }
         }
+        s.set_ret(None);
         s
     }
 }
@@ -1357,6 +1867,61 @@ pub fn specific_keys(program: &Program, roles: &Roles) -> FxHashSet<GlobalId> {
                 .is_some_and(|c| matches!(c.as_slice(), [(f, false)] if Some(*f) == main))
     });
     used
+}
+
+/// Whether a library call may keep the addresses its arguments carry where another thread can
+/// reach them ([`super::publication`]): anything but synchronisation on objects, bookkeeping,
+/// `free`, and library functions that read and write through their pointers without storing
+/// pointers (none of the objects they write has a pointer type).
+fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> bool {
+    match role {
+        Some(
+            Role::Free { .. }
+            | Role::Lock { .. }
+            | Role::Unlock { .. }
+            | Role::CondWait { .. }
+            | Role::CondSignal { .. }
+            | Role::BarrierWait { .. }
+            | Role::SemWait { .. }
+            | Role::SemPost { .. }
+            | Role::MutexAttrSettype { .. }
+            | Role::MutexInit { .. }
+            | Role::BarrierInit { .. }
+            | Role::SemInit { .. }
+            | Role::KeyCreate { .. }
+            | Role::SpecificGet { .. }
+            | Role::ThreadJoin { .. }
+            | Role::Alloc
+            | Role::Nondet
+            | Role::Assume { .. }
+            | Role::AtomicBegin
+            | Role::AtomicEnd
+            | Role::Noreturn
+            // Bookkeeping of synchronisation objects and the thread's own state
+            // (`pthread_mutex_init`, `pthread_setspecific`: a value only this thread gets back).
+            | Role::Ignore
+            | Role::Once { .. },
+        ) => false,
+        Some(Role::Access {
+            writes,
+            writes_from,
+            ..
+        }) => {
+            let written = writes
+                .iter()
+                .copied()
+                .chain(writes_from.iter().flat_map(|f| *f..args.len()));
+            let types = &program.types;
+            written.into_iter().any(|i| {
+                args.get(i).is_some_and(|a| {
+                    types
+                        .pointee(strip_casts(a).ty)
+                        .is_none_or(|t| types.is_pointer(t))
+                })
+            })
+        }
+        _ => true,
+    }
 }
 
 /// Locals whose address the program takes (they may be read and written through pointers,

@@ -12,6 +12,9 @@
 //! A [`State`] stores only the objects a thread changed (`delta`) over a shared initial map
 //! (`init`): joins and equality tests cost the size of the deltas, not of the program.
 
+use super::publication::{self, Ended, FreshObj, Publication};
+use super::regions::Origins;
+use super::symeq::SymEqs;
 use crate::backend::Base;
 use crate::context::ThreadId;
 use imbl::OrdMap;
@@ -370,11 +373,29 @@ pub struct State {
     pub delta: Mem,
     /// The value being returned (at a function's exit).
     pub ret: Val,
+    /// Other threads may run: the thread is not `main`, or `main` may have created a thread.
+    /// Before that, `main`'s stores need not reach the shared invariant: every thread starts
+    /// from its creator's state, which holds them.
+    pub multi: bool,
+    /// Which heap objects of the thread are unpublished, and the contents of the most recent
+    /// object of their sites ([`Publication`]). The base of such a site holds the site's other
+    /// objects.
+    pub publ: Publication,
+    /// Which trackable locals point into which regions ([`super::regions`]).
+    pub orig: Origins,
+    /// Which trackable locals hold which symbolic addresses ([`super::symeq`]).
+    pub eqs: SymEqs,
 }
 
 impl PartialEq for State {
     fn eq(&self, o: &Self) -> bool {
-        self.live == o.live && self.delta == o.delta && self.ret == o.ret
+        self.live == o.live
+            && self.multi == o.multi
+            && self.delta == o.delta
+            && self.ret == o.ret
+            && self.publ == o.publ
+            && self.orig == o.orig
+            && self.eqs == o.eqs
     }
 }
 
@@ -390,6 +411,10 @@ impl State {
             }),
             delta: Mem::new(),
             ret: Val::bottom(),
+            multi: false,
+            publ: Publication::default(),
+            orig: Origins::default(),
+            eqs: SymEqs::default(),
         }
     }
 
@@ -397,9 +422,85 @@ impl State {
     pub fn start(frame: Rc<Frame>) -> State {
         State {
             live: true,
+            multi: frame.thread != ThreadId::MAIN,
             frame,
             delta: Mem::new(),
             ret: Val::bottom(),
+            publ: Publication::default(),
+            orig: Origins::default(),
+            eqs: SymEqs::default(),
+        }
+    }
+
+    /// The fresh fact of a heap base of this thread ([`Publication`]).
+    pub fn fresh_of(&self, b: &Base) -> Option<&FreshObj> {
+        match b {
+            Base::Heap { thread, .. } if *thread == self.frame.thread => {
+                self.publ.fresh(publication::base_site(b)?)
+            }
+            _ => None,
+        }
+    }
+
+    /// Every object of `b`: its base's object, and the recent object of a fresh site.
+    pub fn view(&self, b: &Base) -> Obj {
+        let mut o = self.obj(b);
+        if let Some(f) = self.fresh_of(b) {
+            o.join_with(&f.recent, false);
+        }
+        o
+    }
+
+    /// Forgets the fresh holders for which `f` holds ([`Publication::forget_holders`]).
+    pub fn forget_holders(&mut self, f: impl Fn(publication::Holder) -> bool) {
+        let ended = self.publ.forget_holders(f);
+        self.fold(ended);
+    }
+
+    /// Sets the return flags ([`Publication::set_ret`]).
+    pub fn set_ret(&mut self, site: Option<publication::Site>) {
+        let ended = self.publ.set_ret(site);
+        self.fold(ended);
+    }
+
+    /// Publishes the objects of the sites for which `carried` holds
+    /// ([`Publication::publish`]); returns the pending sites whose contents must go to the
+    /// shared invariant.
+    pub fn publish(
+        &mut self,
+        carried: impl Fn(publication::Site) -> bool,
+    ) -> SmallVec<[publication::Site; 1]> {
+        let (ended, flushed) = self.publ.publish(carried);
+        self.fold(ended);
+        flushed
+    }
+
+    /// A new object at `site` ([`Publication::allocate`]).
+    pub fn allocate(
+        &mut self,
+        site: publication::Site,
+        holder: Option<publication::Holder>,
+        recent: Obj,
+        pending: bool,
+    ) {
+        let ended = self.publ.allocate(site, holder, recent, pending);
+        self.fold(ended);
+    }
+
+    /// Replaces the recent object of `site` (a write through one of its holders).
+    pub fn set_recent(&mut self, site: publication::Site, o: Obj) {
+        if let Some(f) = self.publ.fresh.iter_mut().find(|f| f.site == site) {
+            f.recent = Rc::new(o);
+        }
+    }
+
+    /// Joins the recent objects of facts that ended into their sites' bases.
+    pub fn fold(&mut self, ended: impl IntoIterator<Item = Ended>) {
+        for (site, recent) in ended {
+            let b = publication::site_base(self.frame.thread, site);
+            let mut o = self.obj(&b);
+            o.join_with(&recent, false);
+            self.set(b, o);
         }
     }
 
@@ -429,11 +530,16 @@ impl State {
         self.delta.remove(base);
     }
 
-    /// Everything the state knows, flattened (initial objects overridden by changes).
+    /// Everything the state knows, flattened (initial objects overridden by changes, recent
+    /// objects joined into their sites' bases).
     pub fn flatten(&self) -> Mem {
         let mut m = self.frame.init.clone();
         for (b, o) in self.delta.iter() {
             m.insert(*b, o.clone());
+        }
+        for f in &self.publ.fresh {
+            let b = publication::site_base(self.frame.thread, f.site);
+            m.insert(b, Rc::new(self.view(&b)));
         }
         m
     }
@@ -447,8 +553,31 @@ impl State {
             return true;
         }
         let mut changed = false;
+        if o.multi && !self.multi {
+            self.multi = true;
+            changed = true;
+        }
+        changed |= self.orig.join_with(&o.orig);
+        changed |= self.eqs.join_with(&o.eqs);
+        // Fresh facts only one side keeps end: their recent objects join their bases first
+        // (`theirs` below sees `o`'s folded in).
+        let mut theirs_ended: Vec<Ended> = Vec::new();
+        if self.publ != o.publ {
+            let (c, mine_ended, t) = self.publ.join_with(&o.publ, widen);
+            changed |= c || !mine_ended.is_empty();
+            self.fold(mine_ended);
+            theirs_ended = t.into_vec();
+        }
+        let thread = self.frame.thread;
+        let fold_theirs = |b: &Base, obj: &mut Obj| {
+            for (site, recent) in &theirs_ended {
+                if publication::site_base(thread, *site) == *b {
+                    obj.join_with(recent, false);
+                }
+            }
+        };
         // Only the objects the two deltas do not share need a join.
-        let diffs: Vec<ObjDiff> = self
+        let mut diffs: Vec<ObjDiff> = self
             .delta
             .diff(&o.delta)
             .filter_map(|d| match d {
@@ -460,15 +589,22 @@ impl State {
                 } => (!Rc::ptr_eq(a, b)).then(|| (*k, Some(a.clone()), Some(b.clone()))),
             })
             .collect();
+        for (site, _) in &theirs_ended {
+            let b = publication::site_base(thread, *site);
+            if !diffs.iter().any(|d| d.0 == b) {
+                diffs.push((b, self.delta.get(&b).cloned(), o.delta.get(&b).cloned()));
+            }
+        }
         for (b, mine, theirs) in diffs {
             let mut m = match &mine {
                 Some(m) => (**m).clone(),
                 None => self.frame.initial(&b),
             };
-            let t = match &theirs {
+            let mut t = match &theirs {
                 Some(t) => (**t).clone(),
                 None => o.frame.initial(&b),
             };
+            fold_theirs(&b, &mut t);
             if m.join_with(&t, widen) || mine.is_none() {
                 self.delta.insert(b, Rc::new(m));
                 changed = true;

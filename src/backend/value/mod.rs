@@ -15,6 +15,9 @@
 
 pub mod interp;
 pub mod memory;
+pub mod publication;
+pub mod regions;
+pub mod symeq;
 
 use super::accesses::{self, Resolver};
 use super::syntactic::Syntactic;
@@ -69,6 +72,14 @@ pub struct ValueBackend<'p> {
     create_version: FxHashMap<CallSite, u64>,
     unique: FxHashMap<ThreadId, bool>,
     summaries: FxHashSet<Base>,
+    /// Pointer stores of each thread's latest analysis ([`regions`]).
+    ptr_stores: FxHashMap<ThreadId, FxHashSet<regions::PtrStore>>,
+    /// Some thread had more pointer stores than recorded.
+    ptr_overflow: bool,
+    /// Publications of unpublished objects, per thread's latest analysis.
+    published: FxHashMap<ThreadId, FxHashSet<(publication::Site, FuncId, crate::ir::EdgeId, bool)>>,
+    /// Answers of [`Backend::region_disjoint`].
+    disjoint: std::cell::RefCell<FxHashMap<crate::backend::regions::ArrayRoot, bool>>,
     round: u32,
     /// Work spent so far (node visits plus object joins).
     visits: u64,
@@ -155,6 +166,10 @@ impl<'p> ValueBackend<'p> {
             create_version: FxHashMap::default(),
             unique: FxHashMap::default(),
             summaries: FxHashSet::default(),
+            ptr_stores: FxHashMap::default(),
+            ptr_overflow: false,
+            published: FxHashMap::default(),
+            disjoint: std::cell::RefCell::new(FxHashMap::default()),
             round: 0,
             visits: 0,
             changed: false,
@@ -178,6 +193,8 @@ impl<'p> ValueBackend<'p> {
             addr_taken: &self.addr_taken,
             specific_keys: &self.specific_keys,
             effects: interp::Effects::default(),
+            cur: (regions::Stored::Other, None),
+            at_edge: None,
         }
     }
 
@@ -337,8 +354,27 @@ fn range_of(off: Interval, size: u64) -> (ByteRange, bool) {
 }
 
 impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
+    fn region(&self, p: &'p Expr) -> Option<crate::backend::regions::Region> {
+        self.interp.origin_of(self.state, self.func, p)
+    }
+
+    fn lval_region(&self, lv: &'p Lval) -> Option<crate::backend::regions::Region> {
+        self.interp.lval_region(self.state, self.func, lv)
+    }
+
+    fn unpublished(&self, p: &'p Expr) -> bool {
+        // A pointer into the recent object of a site, which no other thread can reach.
+        let Some(site) = self.interp.fresh_site(self.state, self.func, p) else {
+            return false;
+        };
+        let heap = publication::site_base(self.interp.thread, site);
+        let v = self.interp.eval(self.state, self.func, p).as_ptr();
+        !v.unknown && !v.targets().is_empty() && v.targets().iter().all(|(b, _)| *b == heap)
+    }
+
     fn lval_targets(&self, lv: &'p Lval) -> Vec<Target> {
         let a = self.interp.lval_addrs(self.state, self.func, lv);
+
         let mut out: Vec<Target> = a
             .targets
             .iter()
@@ -505,6 +541,9 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             }
         }
         self.summaries.extend(effects.summaries);
+        self.ptr_overflow |= effects.ptr_overflow;
+        self.ptr_stores.insert(thread, effects.ptr_stores);
+        self.published.insert(thread, effects.published);
         self.solutions.insert(thread, sol);
         self.inputs.insert(
             thread,
@@ -701,6 +740,59 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             }
             _ => true,
         }
+    }
+
+    fn publishing(&self) -> Vec<crate::backend::Publishing> {
+        if !self.live() {
+            return Vec::new();
+        }
+        let mut out: Vec<crate::backend::Publishing> = self
+            .published
+            .iter()
+            .flat_map(|(t, ps)| {
+                ps.iter()
+                    .map(|(site, func, edge, store)| crate::backend::Publishing {
+                        object: publication::site_base(*t, *site),
+                        thread: *t,
+                        func: *func,
+                        edge: *edge,
+                        store: *store,
+                    })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn alias(&self, ctx: &Context, e: &Expr) -> Option<Expr> {
+        if !self.live() {
+            return None;
+        }
+        let s = self.state_at(ctx)?;
+        let h = match &crate::ir::visit::strip_casts(e).kind {
+            crate::ir::ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
+                crate::ir::Host::Var(crate::ir::Var::Local(l)) => (ctx.fctx.func, l),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        s.eqs.of(h).map(|f| (*f.addr).clone())
+    }
+
+    fn region_disjoint(&self, root: &crate::backend::regions::ArrayRoot) -> bool {
+        if !self.live() || self.ptr_overflow {
+            return false;
+        }
+        if let Some(d) = self.disjoint.borrow().get(root) {
+            return *d;
+        }
+        let d = regions::disjoint(
+            self.program,
+            root,
+            self.ptr_stores.values().flat_map(|s| s.iter()),
+        );
+        self.disjoint.borrow_mut().insert(*root, d);
+        d
     }
 
     fn single_object(&self, base: &Base) -> bool {
