@@ -322,13 +322,15 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
         }
         for (x, &i) in ks.iter().enumerate() {
             let key = LocKey::Base(*base, range_of(&sigs[i].0));
+            let g = by_loc.entry(key).or_default();
+            let mut i_must = g.must.contains(&i);
             for &j in &ks[x..] {
-                let g = by_loc.entry(key).or_default();
-                if g.must.contains(&i) && g.must.contains(&j) {
+                if i_must && g.must.contains(&j) {
                     continue; // nothing new to learn
                 }
                 if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
                     g.add(i, j, conf, reasons);
+                    i_must = g.must.contains(&i);
                 }
             }
         }
@@ -346,6 +348,8 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
         for (x, &i) in typed.iter().enumerate() {
             let ci = sigs[i].0.class;
             let key = LocKey::Typed(ci);
+            let g = by_loc.entry(key).or_default();
+            let mut i_may = g.may.contains(&i);
             for &j in typed[x..].iter().chain(&escaped) {
                 if !contents.compatible(ci, sigs[j].0.class) {
                     continue;
@@ -357,13 +361,13 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
                 {
                     continue;
                 }
-                let g = by_loc.entry(key).or_default();
                 // Races through unresolved pointers are may-races: participation is all.
-                if g.may.contains(&i) && g.may.contains(&j) {
+                if i_may && g.may.contains(&j) {
                     continue;
                 }
                 if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
                     g.add(i, j, conf, reasons);
+                    i_may = g.may.contains(&i);
                 }
             }
         }
