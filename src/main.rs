@@ -10,8 +10,14 @@ use racedar::pipeline::{self, AnalysisOptions, BackendKind};
 use racedar::report::{Report, Verdict, sarif, suppress, svcomp, text};
 use racedar::stats::{self, RunStats};
 use std::io::Write as _;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// The allocator: the analyses clone and drop many small facts, and mimalloc serves such
+/// workloads markedly faster than the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Static data-race and deadlock detector for C programs using POSIX threads.
 #[derive(Parser, Debug)]
