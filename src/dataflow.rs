@@ -442,9 +442,9 @@ impl<A: Analysis> Engine<'_, A> {
                 self.update(cc, edge.dst, &ret, false);
             }
         }
+        let fctx = self.tc.ctx(c).clone();
         for &eid in &cfg.node(n).succs {
             let edge = cfg.edge(eid);
-            let fctx = self.tc.ctx(c).clone();
             let at = At {
                 thread: self.tc.thread,
                 ctx: c,

@@ -1644,7 +1644,8 @@ impl LocksAt {
 pub struct LocksetResult {
     /// Lock identities.
     pub table: LockTable,
-    solutions: Vec<Solution<dataflow::Facts<LockFact>>>,
+    /// Per thread (threads with equal answers share one).
+    solutions: Vec<std::sync::Arc<Solution<dataflow::Facts<LockFact>>>>,
     /// Semaphore waits and posts on binary semaphores ([`LocksetResult::sem_is_mutex`]).
     sem_mutex_ops: FxHashSet<(ThreadId, FnCtxId, EdgeId)>,
     /// Barriers that order their participants ([`LocksetResult::barrier_orders`]): pseudo-lock
@@ -1713,10 +1714,22 @@ impl LocksetResult {
         recursive: bool,
         binary: &FxHashSet<LockId>,
         flags: &FxHashMap<GlobalId, (i128, i128)>,
-    ) -> Vec<Solution<dataflow::Facts<LockFact>>> {
+    ) -> Vec<std::sync::Arc<Solution<dataflow::Facts<LockFact>>>> {
         let contexts = &graph.contexts;
-        let mut solutions = Vec::with_capacity(contexts.len());
-        for tc in contexts {
+        let mut solutions: Vec<std::sync::Arc<Solution<dataflow::Facts<LockFact>>>> =
+            Vec::with_capacity(contexts.len());
+        let share = backend.thread_independent();
+        for (i, tc) in contexts.iter().enumerate() {
+            // Threads with the same function contexts get the same answers: one solution.
+            if share
+                && let Some(j) = contexts[..i]
+                    .iter()
+                    .position(|o| o.entry == tc.entry && o.ctxs == tc.ctxs && o.calls == tc.calls)
+            {
+                let same = std::sync::Arc::clone(&solutions[j]);
+                solutions.push(same);
+                continue;
+            }
             let mut a = Locksets {
                 program,
                 roles,
@@ -1731,13 +1744,13 @@ impl LocksetResult {
             };
             let _ = a.program;
             let init = dataflow::initial_facts(LockFact::default());
-            solutions.push(dataflow::solve(
+            solutions.push(std::sync::Arc::new(dataflow::solve(
                 program,
                 tc.clone(),
                 &mut dataflow::Disjunctive(&mut a),
                 init,
                 u64::MAX,
-            ));
+            )));
         }
         solutions
     }

@@ -223,9 +223,9 @@ fn run<'p, B: Backend<'p>>(
         roles,
         &graph,
         &oracle,
-        // The syntactic answers (also those of a degraded value backend) do not depend on
-        // the thread, so threads with equal contexts can share a solution.
-        opts.backend == BackendKind::Syntactic || !backend.degradations().is_empty(),
+        // Threads with equal contexts share a solution when the answers do not depend on
+        // the thread.
+        backend.thread_independent(),
     );
     let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, roles, &graph);
     phases.push(Phase::new("mhp", t.elapsed()));

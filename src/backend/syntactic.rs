@@ -322,6 +322,10 @@ fn signature_compatible(types: &TypeTable, a: TypeId, b: TypeId) -> bool {
 impl<'p> Backend<'p> for Syntactic<'p> {
     type State = ();
 
+    fn thread_independent(&self) -> bool {
+        true
+    }
+
     fn name(&self) -> &'static str {
         "syntactic"
     }

@@ -710,4 +710,9 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
     fn degradations(&self) -> Vec<String> {
         self.degraded.iter().cloned().collect()
     }
+
+    fn thread_independent(&self) -> bool {
+        // Every query of a degraded backend goes to the syntactic one.
+        self.degraded.is_some()
+    }
 }
