@@ -58,10 +58,10 @@ pub struct Access<'p> {
     pub mem: MemAccess<'p>,
     /// Source location of the statement.
     pub loc: Loc,
-    /// Locks held.
-    pub locks: LocksAt,
-    /// Active threads.
-    pub active: ActiveAt,
+    /// Locks held (shared by the accesses with equal locksets).
+    pub locks: std::sync::Arc<LocksAt>,
+    /// Active threads (shared by the accesses with equal summaries).
+    pub active: std::sync::Arc<ActiveAt>,
     /// Instance locks: (struct, lock offset) such that the access touches an instance of the
     /// struct whose lock at that offset is held ([`crate::lockset::SymLock`]).
     pub inst_locks: SmallVec<[InstLock; 1]>,
@@ -198,8 +198,8 @@ struct Signature {
     direct: bool,
     target: Target,
     class: TypeClass,
-    locks: LocksAt,
-    active: ActiveAt,
+    locks: std::sync::Arc<LocksAt>,
+    active: std::sync::Arc<ActiveAt>,
     inst_locks: SmallVec<[InstLock; 1]>,
     /// For an access through an unresolved pointer to a member (`p->f`, `p->a[i]`), the struct
     /// and the bytes of it the member occupies ([`member_range`]).
@@ -345,15 +345,33 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
             .filter(|(b, _)| inp.escape.escaped(b))
             .flat_map(|(_, ks)| ks.iter().copied())
             .collect();
+        // Candidates in checking order: the typed signatures, then the escaped ones; per
+        // class of the first access, the positions of the candidates of compatible classes
+        // (computed once per class pair instead of once per signature pair).
+        let cands: Vec<usize> = typed.iter().chain(&escaped).copied().collect();
+        let mut classes: Vec<TypeClass> = cands.iter().map(|&k| sigs[k].0.class).collect();
+        classes.sort();
+        classes.dedup();
+        let class_pos = |c: TypeClass| classes.binary_search(&c).unwrap_or(0);
+        let cand_class: Vec<usize> = cands.iter().map(|&k| class_pos(sigs[k].0.class)).collect();
+        let mut compatible_with: FxHashMap<TypeClass, Vec<u32>> = FxHashMap::default();
         for (x, &i) in typed.iter().enumerate() {
             let ci = sigs[i].0.class;
             let key = LocKey::Typed(ci);
+            let positions = compatible_with.entry(ci).or_insert_with(|| {
+                let ok: Vec<bool> = classes
+                    .iter()
+                    .map(|&c| contents.compatible(ci, c))
+                    .collect();
+                (0..cands.len() as u32)
+                    .filter(|&p| ok[cand_class[p as usize]])
+                    .collect()
+            });
             let g = by_loc.entry(key).or_default();
             let mut i_may = g.may.contains(&i);
-            for &j in typed[x..].iter().chain(&escaped) {
-                if !contents.compatible(ci, sigs[j].0.class) {
-                    continue;
-                }
+            let from = positions.partition_point(|&p| (p as usize) < x);
+            for &p in &positions[from..] {
+                let j = cands[p as usize];
                 // Members at disjoint bytes of one struct type.
                 if let (Some((ca, ra)), Some((cb, rb))) = (sigs[i].0.member, sigs[j].0.member)
                     && ca == cb
@@ -787,16 +805,35 @@ type AccessKey = (
     Target,
     AccessKind,
     bool,
-    LocksAt,
-    ActiveAt,
+    u32,
+    u32,
     Option<slots::SlotKey>,
 );
+
+/// Dense ids of distinct values (locksets and active-thread summaries repeat across many
+/// accesses: keys of ids keep the deduplication table small).
+struct Interner<T>(FxHashMap<std::sync::Arc<T>, u32>);
+
+impl<T: std::hash::Hash + Eq> Interner<T> {
+    /// The id of `x` and its shared copy.
+    fn intern(&mut self, x: T) -> (u32, std::sync::Arc<T>) {
+        if let Some((k, &i)) = self.0.get_key_value(&x) {
+            return (i, std::sync::Arc::clone(k));
+        }
+        let i = self.0.len() as u32;
+        let k = std::sync::Arc::new(x);
+        self.0.insert(std::sync::Arc::clone(&k), i);
+        (i, k)
+    }
+}
 
 /// Collects the accesses of every reachable statement of every thread context.
 fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
     let program = inp.program;
     let mut out = Vec::new();
     let mut seen: FxHashSet<AccessKey> = FxHashSet::default();
+    let mut lock_ids: Interner<LocksAt> = Interner(FxHashMap::default());
+    let mut active_ids: Interner<ActiveAt> = Interner(FxHashMap::default());
     for tc in &inp.graph.contexts {
         let thread = tc.thread;
         for c in tc.ids() {
@@ -827,16 +864,11 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         ctx: c,
                         node,
                     });
+                    let (lock_id, locks) = lock_ids.intern(locks);
+                    let (active_id, active) = active_ids.intern(active);
                     let slot = inp.slots.key(program, inp.backend, tc, c, edge, &mem);
                     let key = (
-                        thread,
-                        func,
-                        edge,
-                        mem.target,
-                        mem.kind,
-                        mem.atomic,
-                        locks.clone(),
-                        active.clone(),
+                        thread, func, edge, mem.target, mem.kind, mem.atomic, lock_id, active_id,
                         slot,
                     );
                     if !seen.insert(key) {
@@ -1118,7 +1150,7 @@ fn group(
             }
         }
     }
-    races.sort_by_key(|r| {
+    races.sort_by_cached_key(|r| {
         (
             r.confidence,
             r.accesses.iter().map(|&i| accesses[i].loc).min(),
