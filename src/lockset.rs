@@ -2093,11 +2093,20 @@ pub struct Inherited {
     /// For earlier siblings, the write-mode locks the parent held without a break from the
     /// sibling's creation to this thread's.
     pub creation_since: SinceSets,
+    /// Locks ancestors above the parent hold for the thread's whole life: held (must) by the
+    /// ancestor at the creation of its child on the thread's chain, and not released anywhere
+    /// the thread may still run (typically the ancestor joins the thread, say through a global
+    /// id, before releasing them; Goblint's `creationLockset` with `threadJoins`).
+    pub ancestors_hold: SmallVec<[(ThreadId, SmallSet<Held>); 1]>,
 }
 
+/// What a thread holds at a create statement ([`LocksetResult::at_site`]): the must-lockset,
+/// the may-lockset, the lock history (write mode) and the sibling sets.
+type AtCreation = (SmallSet<Held>, SmallSet<Held>, SmallSet<LockId>, SinceSets);
+
 impl LocksetResult {
-    /// The inherited locks of every thread. `active(parent, ctx, node, child)` tells whether
-    /// `child` may be active at that point of `parent`.
+    /// The inherited locks of every thread. `active(ancestor, ctx, node, t)` tells whether
+    /// thread `t`, a descendant of `ancestor`, may run at that point of `ancestor`.
     pub fn inherited<'p, B: Backend<'p>>(
         &mut self,
         program: &'p Program,
@@ -2127,11 +2136,37 @@ impl LocksetResult {
                         creation_hist: prev.creation_hist.intersection(&mine.creation_hist),
                         // Sibling orders are per parent.
                         creation_since: SinceSets::default(),
+                        ancestors_hold: SmallVec::new(),
                     },
                 });
             }
             if let Some(inh) = all {
                 out[t.id.0 as usize] = inh;
+            }
+            // Ancestors above the parent, each holding locks since it created the next
+            // thread of the chain.
+            let Some(chain) = graph.ancestry(t.id) else {
+                continue;
+            };
+            for j in 0..chain.len().saturating_sub(2) {
+                let (holder, child) = (chain[j], chain[j + 1]);
+                if !graph.thread(holder).unique {
+                    continue;
+                }
+                let Some(site) = graph.thread(child).site else {
+                    continue;
+                };
+                let at = self.at_site(program, graph, holder, site);
+                let mut must = at.map(|(m, _, _, _)| m).unwrap_or_default();
+                must.retain(|h| h.lock != LockId::UNKNOWN);
+                if must.is_empty() {
+                    continue;
+                }
+                let must = self
+                    .kept_while_alive(program, roles, backend, graph, active, holder, t.id, must);
+                if !must.is_empty() {
+                    out[t.id.0 as usize].ancestors_hold.push((holder, must));
+                }
             }
         }
         // Ancestral locks (parents before children: ids grow along discovery) and the locks
@@ -2168,20 +2203,48 @@ impl LocksetResult {
         parent: ThreadId,
         site: crate::context::CallSite,
     ) -> Inherited {
-        let parent = &parent;
-        let Some(cfg) = &program.function(site.func).body else {
+        let Some((must, may, creation_hist, creation_since)) =
+            self.at_site(program, graph, parent, site)
+        else {
             return Inherited::default();
         };
-        let Some(node) = cfg.edges.get(site.edge.0 as usize).map(|e| e.src) else {
-            return Inherited::default();
+        let mut must = must;
+        must.retain(|h| h.lock != LockId::UNKNOWN);
+        let must = if must.is_empty() {
+            must
+        } else {
+            // Drop locks the parent may release while the thread may be active.
+            self.kept_while_alive(program, roles, backend, graph, active, parent, t.id, must)
         };
-        let tc = graph.contexts(*parent);
+        Inherited {
+            must,
+            may,
+            ancestral: SmallSet::new(),
+            ever: SmallSet::new(),
+            creation_hist,
+            creation_since,
+            ancestors_hold: SmallVec::new(),
+        }
+    }
+
+    /// What `holder` holds at create statement `site`, over its contexts of the statement's
+    /// function (`None` when the statement does not exist; empty sets when it is not reached).
+    fn at_site(
+        &self,
+        program: &Program,
+        graph: &crate::threads::ThreadGraph,
+        holder: ThreadId,
+        site: crate::context::CallSite,
+    ) -> Option<AtCreation> {
+        let cfg = program.function(site.func).body.as_ref()?;
+        let node = cfg.edges.get(site.edge.0 as usize).map(|e| e.src)?;
+        let tc = graph.contexts(holder);
         let mut must: Option<SmallSet<Held>> = None;
         let mut may = SmallSet::new();
         let mut hist: Option<SmallSet<LockId>> = None;
         let mut creation_since: Option<SinceSets> = None;
         for c in tc.ids().filter(|c| tc.ctx(*c).func == site.func) {
-            if let Some(at) = self.at(*parent, c, node) {
+            if let Some(at) = self.at(holder, c, node) {
                 creation_since = Some(match creation_since {
                     // A sibling counts only when every context says so.
                     Some(prev) => prev
@@ -2204,63 +2267,75 @@ impl LocksetResult {
                 may = may.union(&at.may);
             }
         }
-        let creation_hist = hist.unwrap_or_default();
-        let creation_since = creation_since.unwrap_or_default();
-        let mut must = must.unwrap_or_default();
-        must.retain(|h| h.lock != LockId::UNKNOWN);
-        if !must.is_empty() {
-            // Drop locks the parent may release while the thread may be active.
-            for c in tc.ids() {
-                let func = tc.ctx(c).func;
-                let Some(pcfg) = &program.function(func).body else {
+        Some((
+            must.unwrap_or_default(),
+            may,
+            hist.unwrap_or_default(),
+            creation_since.unwrap_or_default(),
+        ))
+    }
+
+    /// The locks of `must` that `holder` releases (unlock, semaphore post, condition wait)
+    /// nowhere thread `t` may still run (by `active`).
+    #[allow(clippy::too_many_arguments)]
+    fn kept_while_alive<'p, B: Backend<'p>>(
+        &mut self,
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &crate::threads::ThreadGraph,
+        active: &dyn Fn(ThreadId, FnCtxId, NodeId, ThreadId) -> bool,
+        holder: ThreadId,
+        t: ThreadId,
+        mut must: SmallSet<Held>,
+    ) -> SmallSet<Held> {
+        let tc = graph.contexts(holder);
+        for c in tc.ids() {
+            let func = tc.ctx(c).func;
+            let Some(pcfg) = &program.function(func).body else {
+                continue;
+            };
+            for (ei, e) in pcfg.edges.iter().enumerate() {
+                let Op::Call {
+                    callee: Callee::Direct(f),
+                    args,
+                    ..
+                } = &e.op
+                else {
                     continue;
                 };
-                for (ei, e) in pcfg.edges.iter().enumerate() {
-                    let Op::Call {
-                        callee: Callee::Direct(f),
-                        args,
-                        ..
-                    } = &e.op
-                    else {
-                        continue;
-                    };
-                    let arg = match roles.get(*f) {
-                        Some(Role::Unlock { lock }) => args.get(*lock),
-                        Some(Role::SemPost { sem }) => args.get(*sem),
-                        Some(Role::CondWait { mutex, .. }) => args.get(*mutex),
-                        _ => continue,
-                    };
-                    if !self.reachable(*parent, c, e.src) || !active(*parent, c, e.src, t.id) {
-                        continue;
-                    }
-                    let released = arg.and_then(|a| {
-                        lock_targets(
-                            program,
-                            backend,
-                            graph,
-                            tc,
-                            c,
-                            EdgeId(ei as u32),
-                            a,
-                            &mut self.table,
-                            false,
-                        )
-                    });
-                    match released {
-                        Some(ls) => must.retain(|h| !ls.contains(&h.lock)),
-                        None => must = SmallSet::new(),
-                    }
+                let arg = match roles.get(*f) {
+                    Some(Role::Unlock { lock }) => args.get(*lock),
+                    Some(Role::SemPost { sem }) => args.get(*sem),
+                    Some(Role::CondWait { mutex, .. }) => args.get(*mutex),
+                    _ => continue,
+                };
+                if !self.reachable(holder, c, e.src) || !active(holder, c, e.src, t) {
+                    continue;
+                }
+                let released = arg.and_then(|a| {
+                    lock_targets(
+                        program,
+                        backend,
+                        graph,
+                        tc,
+                        c,
+                        EdgeId(ei as u32),
+                        a,
+                        &mut self.table,
+                        false,
+                    )
+                });
+                match released {
+                    Some(ls) => must.retain(|h| !ls.contains(&h.lock)),
+                    None => return SmallSet::new(),
+                }
+                if must.is_empty() {
+                    return must;
                 }
             }
         }
-        Inherited {
-            must,
-            may,
-            ancestral: SmallSet::new(),
-            ever: SmallSet::new(),
-            creation_hist,
-            creation_since,
-        }
+        must
     }
 }
 

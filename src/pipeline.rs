@@ -113,10 +113,14 @@ pub struct Analysis<'p> {
 }
 
 /// Prepares a lowered program for [`analyse`]: peels `opts.unroll` iterations of the loops
-/// that create threads ([`crate::ir::unroll`]).
+/// that create threads ([`crate::ir::unroll`]), then gives each call site of a small function
+/// that creates or joins threads its own copy ([`crate::ir::specialise`]), so that each
+/// peeled iteration and each call of a create wrapper starts its own thread.
 pub fn prepare(program: &mut Program, roles: &Roles, opts: &AnalysisOptions) {
     let n = crate::ir::unroll::peel_thread_loops(program, roles, opts.unroll);
     tracing::debug!(loops = n, "peeled thread-creating loops");
+    let n = crate::ir::specialise::specialise_thread_functions(program, roles);
+    tracing::debug!(copies = n, "specialised thread functions per call site");
 }
 
 /// Runs the race analysis on a lowered program whose functions `roles` classifies
@@ -231,14 +235,13 @@ fn run<'p, B: Backend<'p>>(
     phases.push(Phase::new("mhp", t.elapsed()));
     let t = Instant::now();
     let inherited: Vec<Inherited> =
-        locksets.inherited(program, roles, &backend, &graph, &|p, c, n, child| {
-            mhp.at(Point {
+        locksets.inherited(program, roles, &backend, &graph, &|p, c, n, t| {
+            let at = mhp.at(Point {
                 thread: p,
                 ctx: c,
                 node: n,
-            })
-            .may_active
-            .contains(&child)
+            });
+            crate::mhp::alive_at(&thread_facts, &at, p, t)
         });
     let escape = Escape::compute(program, roles);
     let private = races::private::private_allocations(program, roles, &graph);

@@ -609,7 +609,7 @@ fn explain_prints_chains_sites_and_reasons() {
             "--no-concrete",
             "--explain",
             "1",
-            "tests/fixtures/races/grandchild.c",
+            "tests/fixtures/races/join_grandchild_global_assigned.c",
         ])
         .output()
         .expect("runs");
@@ -620,7 +620,7 @@ fn explain_prints_chains_sites_and_reasons() {
         "{text}"
     );
     assert!(
-        text.contains("created at tests/fixtures/races/grandchild.c:"),
+        text.contains("created at tests/fixtures/races/join_grandchild_global_assigned.c:"),
         "{text}"
     );
     assert!(text.contains("locks surely held: none"), "{text}");
@@ -640,7 +640,7 @@ fn explain_prints_chains_sites_and_reasons() {
             "--no-concrete",
             "--explain",
             &fp,
-            "tests/fixtures/races/grandchild.c",
+            "tests/fixtures/races/join_grandchild_global_assigned.c",
         ])
         .output()
         .expect("runs");
@@ -650,7 +650,7 @@ fn explain_prints_chains_sites_and_reasons() {
             "check",
             "--explain",
             "99",
-            "tests/fixtures/races/grandchild.c",
+            "tests/fixtures/races/join_grandchild_global_assigned.c",
         ])
         .output()
         .expect("runs");

@@ -11,6 +11,7 @@
 pub mod cfg;
 pub mod expr;
 pub mod pretty;
+pub mod specialise;
 pub mod types;
 pub mod unroll;
 pub mod visit;
@@ -161,6 +162,20 @@ pub struct Function {
     pub implicit: bool,
     /// Definition position, else first declaration.
     pub loc: Loc,
+    /// For a copy made for one call site ([`crate::ir::specialise`]): what it copies and
+    /// where it is called; `None` for a function of the program.
+    pub specialised: Option<Specialisation>,
+}
+
+/// Where a specialised copy of a function comes from ([`crate::ir::specialise`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Specialisation {
+    /// The function of the program it copies.
+    pub original: FuncId,
+    /// The function containing its only call site.
+    pub caller: FuncId,
+    /// The source location of that call.
+    pub call_loc: Loc,
 }
 
 impl Function {

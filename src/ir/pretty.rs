@@ -207,6 +207,13 @@ impl Printer<'_> {
         }
         head.push_str(&t.declare(ret, &format!("{}({})", f.name, params.join(", "))));
         let _ = writeln!(out, "{head}  {}", self.loc(f.loc, FileId(u32::MAX)));
+        if let Some(s) = f.specialised {
+            let _ = writeln!(
+                out,
+                "  // copy for the call at {}",
+                self.loc(s.call_loc, FileId(u32::MAX))
+            );
+        }
         for (i, l) in f.locals.iter().enumerate() {
             if l.kind == LocalKind::Param {
                 continue;

@@ -25,8 +25,8 @@ use crate::context::{CallSite, CallTarget, FnCtxId, ThreadContexts, ThreadId};
 use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
 use crate::ir::visit::strip_casts;
 use crate::ir::{
-    BinOp, Callee, Edge, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
-    Proj, Var,
+    BinOp, Callee, Edge, EdgeId, Expr, ExprKind, FuncId, GlobalId, Host, LocalId, Lval, NodeId, Op,
+    Program, Proj, Var,
 };
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
@@ -36,6 +36,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 mod id_field;
+mod id_ptr;
 mod live;
 pub(crate) mod loops;
 
@@ -51,6 +52,12 @@ pub struct MhpFact {
     must_active: BitSet<ThreadId>,
     certain: bool,
     ids: SmallVec<[(IdKey, ThreadId); 2]>,
+    /// Unique threads (of any creator) surely joined on the paths: ended, or never created
+    /// (Goblint's `threadJoins` must-joined set).
+    joined: BitSet<ThreadId>,
+    /// Those of `joined` the paths created before joining them (through a thread-id variable
+    /// holding their id).
+    created_joined: BitSet<ThreadId>,
     /// Constraints of the paths on free locals (function, local): values every path of the
     /// fact allows (an over-approximation, to drop impossible paths) and values for which the
     /// certain path is taken (a witness set, non-empty while the fact is certain). A free
@@ -69,6 +76,8 @@ impl MhpFact {
             must_active: BitSet::new(),
             certain: true,
             ids: SmallVec::new(),
+            joined: BitSet::new(),
+            created_joined: BitSet::new(),
             cons: SmallVec::new(),
             flags: SmallVec::new(),
         }
@@ -94,33 +103,78 @@ impl MhpFact {
     }
 }
 
+/// A projection of a thread-id lvalue with constant projections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum ProjKey {
+    Field(crate::ir::types::CompId, u32),
+    Index(i128),
+}
+
+/// A thread-id lvalue: the function owning a local, the variable, constant projections.
+type KeyText = (Option<FuncId>, Var, SmallVec<[ProjKey; 2]>);
+
 /// Interned thread-id variables.
-#[derive(Default)]
 struct IdKeys {
-    index: FxHashMap<String, IdKey>,
+    index: FxHashMap<KeyText, IdKey>,
     /// The variable (with the function owning a local) of each key, by key number.
     roots: Vec<(Option<FuncId>, Var)>,
     /// Variables (with the function owning a local) whose address is taken anywhere but as
-    /// a create's thread-id argument: code we do not follow may change them, so they cannot
-    /// match a join with a create.
+    /// a create's thread-id argument (or an id pointer's value, [`id_ptr`]): code we do not
+    /// follow may change them, so they cannot match a join with a create.
     escaped: FxHashSet<(Option<FuncId>, Var)>,
+    /// Thread-id pointers.
+    ptrs: id_ptr::IdPointers,
+    /// Per global, the threads running a create statement that stores an id in it. A thread
+    /// can match its joins through the global with its creates only when no other thread
+    /// stores ids there.
+    writers: FxHashMap<GlobalId, SmallVec<[ThreadId; 2]>>,
+    /// Global thread-id locations written by nothing but one create statement, which starts
+    /// one unique thread: a join through it that returns has joined that thread, whoever
+    /// joins (see [`sole_threads`]).
+    sole: FxHashMap<IdKey, ThreadId>,
+    /// The thread whose facts are being computed.
+    thread: ThreadId,
 }
 
 impl IdKeys {
     /// Keys for `program`, whose escaped variables are computed once.
     fn new(program: &Program, roles: &Roles) -> IdKeys {
+        let ptrs = id_ptr::IdPointers::new(program, roles);
         let mut escaped = FxHashSet::default();
         for (i, f) in program.functions.iter().enumerate() {
             let func = FuncId(i as u32);
             let Some(cfg) = &f.body else { continue };
             for e in &cfg.edges {
-                // The thread-id argument of a create is not an escape.
-                let skip = match (&e.op, roles.of_call(&e.op)) {
+                // Pointers stored where they only serve as thread-id arguments: the
+                // thread-id argument of a create, an argument bound to an id-pointer
+                // parameter, the definition of an id-pointer local.
+                let mut exempt: SmallVec<[&Expr; 2]> = SmallVec::new();
+                match (&e.op, roles.of_call(&e.op)) {
                     (Op::Call { args, .. }, Some(Role::ThreadCreate { thread_id, .. })) => {
-                        args.get(*thread_id)
+                        exempt.extend(args.get(*thread_id));
                     }
-                    _ => None,
-                };
+                    (
+                        Op::Call {
+                            args,
+                            callee: Callee::Direct(g),
+                            ..
+                        },
+                        None,
+                    ) => {
+                        for (k, a) in args.iter().enumerate() {
+                            if ptrs.is_param(program, *g, k) {
+                                exempt.push(a);
+                            }
+                        }
+                    }
+                    (Op::Assign { lhs, rhs }, _)
+                        if crate::ir::visit::whole_local(lhs)
+                            .is_some_and(|l| ptrs.is_local(func, l)) =>
+                    {
+                        exempt.push(rhs);
+                    }
+                    _ => {}
+                }
                 let mut note = |x: &Expr| {
                     crate::ir::visit::walk_expr(x, &mut |y| {
                         if let ExprKind::AddrOf(lv) = &y.kind
@@ -131,17 +185,33 @@ impl IdKeys {
                         }
                     })
                 };
-                match (&e.op, skip) {
-                    (Op::Call { args, .. }, Some(tid)) => {
-                        for a in args.iter().filter(|a| !std::ptr::eq(*a, tid)) {
-                            note(a);
-                        }
-                        // Inside the thread-id argument, only its index expressions count.
-                        if let ExprKind::AddrOf(lv) = &strip_casts(tid).kind {
-                            crate::ir::visit::walk_lval(lv, &mut |x| note(x));
+                if exempt.is_empty() {
+                    crate::ir::visit::op_exprs(&e.op, &mut |x| note(x));
+                    continue;
+                }
+                let mut tops: SmallVec<[&Expr; 4]> = SmallVec::new();
+                match &e.op {
+                    Op::Call { args, dest, .. } => {
+                        tops.extend(args.iter());
+                        if let Some(d) = dest {
+                            crate::ir::visit::walk_lval(d, &mut |x| note(x));
                         }
                     }
-                    _ => crate::ir::visit::op_exprs(&e.op, &mut |x| note(x)),
+                    Op::Assign { lhs, rhs } => {
+                        tops.push(rhs);
+                        crate::ir::visit::walk_lval(lhs, &mut |x| note(x));
+                    }
+                    _ => {}
+                }
+                for a in tops {
+                    if !exempt.iter().any(|x| std::ptr::eq(*x, a)) {
+                        note(a);
+                    } else if let ExprKind::AddrOf(lv) = &strip_casts(a).kind {
+                        // Inside an exempt pointer, only its index expressions count.
+                        crate::ir::visit::walk_lval(lv, &mut |x| note(x));
+                    } else {
+                        note(a);
+                    }
                 }
             }
         }
@@ -149,11 +219,36 @@ impl IdKeys {
             index: FxHashMap::default(),
             roots: Vec::new(),
             escaped,
+            ptrs,
+            writers: FxHashMap::default(),
+            sole: FxHashMap::default(),
+            thread: ThreadId::MAIN,
         }
     }
 
-    /// The key of an lvalue holding a thread id: only a variable with constant projections is
-    /// stable enough to match a join with a create.
+    /// The key of an lvalue with constant projections rooted in a variable (no checks; an
+    /// index that is no constant counts as index 0, so callers must rule those out).
+    fn intern(&mut self, owner: Option<FuncId>, v: Var, lv: &Lval) -> IdKey {
+        let proj = lv
+            .proj
+            .iter()
+            .map(|p| match p {
+                Proj::Field { comp, index } => ProjKey::Field(*comp, *index),
+                Proj::Index(i) => ProjKey::Index(i.as_int().unwrap_or(0)),
+            })
+            .collect();
+        let text = (owner, v, proj);
+        let n = self.index.len() as u32;
+        let k = *self.index.entry(text).or_insert(IdKey(n));
+        if k.0 as usize == self.roots.len() {
+            self.roots.push((owner, v));
+        }
+        k
+    }
+
+    /// The key of an lvalue holding a thread id (its locals those of `func`): only a variable
+    /// with constant projections, whose address does not escape, is stable enough to match a
+    /// join with a create; a global only when no other thread stores ids in it.
     fn key(&mut self, func: FuncId, lv: &Lval) -> Option<IdKey> {
         let Host::Var(v) = lv.host else { return None };
         if lv
@@ -165,37 +260,88 @@ impl IdKeys {
         }
         let owner = match v {
             Var::Local(_) => Some(func),
-            Var::Global(_) => None,
+            Var::Global(g) => {
+                let others = self
+                    .writers
+                    .get(&g)
+                    .is_some_and(|w| w.iter().any(|t| *t != self.thread));
+                if others {
+                    return None;
+                }
+                None
+            }
         };
         if self.escaped.contains(&(owner, v)) {
             return None;
         }
-        let text = format!("{owner:?}:{lv:?}");
-        let n = self.index.len() as u32;
-        let k = *self.index.entry(text).or_insert(IdKey(n));
-        if k.0 as usize == self.roots.len() {
-            self.roots.push((owner, v));
-        }
-        Some(k)
+        Some(self.intern(owner, v, lv))
     }
 
-    /// The key of the object a create's thread-id pointer points to.
-    fn key_of_ptr(&mut self, func: FuncId, e: &Expr) -> Option<IdKey> {
+    /// The object a create's thread-id pointer points to (with the function owning its
+    /// locals).
+    fn target_of_ptr(&self, program: &Program, func: FuncId, e: &Expr) -> Option<(FuncId, Lval)> {
+        self.ptrs.target(program, func, e)
+    }
+
+    /// The object a join's thread-id value is read from: `id`, or `*p` for an id pointer `p`.
+    fn target_of_value(&self, program: &Program, func: FuncId, e: &Expr) -> Option<(FuncId, Lval)> {
+        if let Some(p) = id_ptr::deref_of(e) {
+            return self.ptrs.target(program, func, p);
+        }
         match &strip_casts(e).kind {
-            ExprKind::AddrOf(lv) => self.key(func, lv),
+            ExprKind::Load(lv) if matches!(lv.host, Host::Var(_)) => Some((func, (**lv).clone())),
             _ => None,
         }
     }
 
     /// The key of a join's thread-id value.
-    fn key_of_value(&mut self, func: FuncId, e: &Expr) -> Option<IdKey> {
-        match &strip_casts(e).kind {
-            ExprKind::Load(lv) => self.key(func, lv),
-            _ => None,
-        }
+    fn key_of_value(&mut self, program: &Program, func: FuncId, e: &Expr) -> Option<IdKey> {
+        let (owner, lv) = self.target_of_value(program, func, e)?;
+        self.key(owner, &lv)
     }
 
-    /// The keys whose variable a write of `lv` may change (keys of the same variable).
+    /// The unique thread a join of `e` (in `func`) surely joins when it returns: `e` reads a
+    /// global location only one create statement writes ([`sole_threads`]).
+    fn sole_of_value(&mut self, program: &Program, func: FuncId, e: &Expr) -> Option<ThreadId> {
+        if self.sole.is_empty() {
+            return None;
+        }
+        let (_, lv) = self.target_of_value(program, func, e)?;
+        let Host::Var(v @ Var::Global(_)) = lv.host else {
+            return None;
+        };
+        if lv
+            .proj
+            .iter()
+            .any(|p| matches!(p, Proj::Index(i) if i.as_int().is_none()))
+        {
+            return None;
+        }
+        let k = self.intern(None, v, &lv);
+        self.sole.get(&k).copied()
+    }
+
+    /// Whether threads `a` and `b` see the same keys: the keys of a global depend on whether
+    /// another thread stores ids in it, and a join through a sole-writer location does not
+    /// join the joining thread itself. Threads that agree can share a solution.
+    fn same_view(&self, a: ThreadId, b: ThreadId) -> bool {
+        a == b
+            || (self
+                .writers
+                .values()
+                .all(|w| w.iter().any(|t| *t != a) == w.iter().any(|t| *t != b))
+                && !self.sole.values().any(|t| *t == a || *t == b))
+    }
+
+    /// Whether key `k` names a local of `func`.
+    fn owned_by(&self, k: IdKey, func: FuncId) -> bool {
+        self.roots
+            .get(k.0 as usize)
+            .is_some_and(|(o, _)| *o == Some(func))
+    }
+
+    /// The keys whose variable a write of `lv` (its locals those of `func`) may change (keys
+    /// of the same variable).
     fn keys_of_root(&self, func: FuncId, lv: &Lval) -> SmallVec<[IdKey; 2]> {
         let Host::Var(v) = lv.host else {
             return SmallVec::new();
@@ -208,6 +354,131 @@ impl IdKeys {
             .map(|(i, _)| IdKey(i as u32))
             .collect()
     }
+}
+
+/// Global thread-id locations, from the create statements each thread runs (in every function
+/// context it reaches): per global, the threads storing ids in it; and the locations written
+/// by nothing but one create statement starting one unique thread (Goblint's `threadJoins`
+/// analysis joins a must-thread-id value the same way): the global's address is used only as
+/// thread-id pointers, no assignment writes it, and no other create writes an overlapping
+/// location. A join through such a location that returns has joined that thread: before the
+/// create, the location holds no thread's id (its static zero value), and joining a value that
+/// does not identify a joinable thread is undefined (POSIX `pthread_join`), so no defined run
+/// joins it then.
+fn sole_threads(program: &Program, roles: &Roles, graph: &ThreadGraph, keys: &mut IdKeys) {
+    // (global, lvalue, create statement) of every create storing into a global.
+    let mut stores: Vec<(GlobalId, Lval, CallSite)> = Vec::new();
+    let mut writers: FxHashMap<GlobalId, SmallVec<[ThreadId; 2]>> = FxHashMap::default();
+    for tc in &graph.contexts {
+        let mut funcs: Vec<FuncId> = tc.ctxs.iter().map(|c| c.func).collect();
+        funcs.sort();
+        funcs.dedup();
+        for func in funcs {
+            let Some(cfg) = &program.function(func).body else {
+                continue;
+            };
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                let (Op::Call { args, .. }, Some(Role::ThreadCreate { thread_id, .. })) =
+                    (&e.op, roles.of_call(&e.op))
+                else {
+                    continue;
+                };
+                let Some((_, lv)) = args
+                    .get(*thread_id)
+                    .and_then(|a| keys.target_of_ptr(program, func, a))
+                else {
+                    continue;
+                };
+                let Host::Var(Var::Global(g)) = lv.host else {
+                    continue;
+                };
+                let w = writers.entry(g).or_default();
+                if !w.contains(&tc.thread) {
+                    w.push(tc.thread);
+                }
+                stores.push((
+                    g,
+                    lv,
+                    CallSite {
+                        func,
+                        edge: EdgeId(ei as u32),
+                    },
+                ));
+            }
+        }
+    }
+    // Globals some other statement writes.
+    let mut assigned: FxHashSet<GlobalId> = FxHashSet::default();
+    for f in &program.functions {
+        let Some(cfg) = &f.body else { continue };
+        for e in &cfg.edges {
+            let mut note = |lv: &Lval| {
+                if let Host::Var(Var::Global(g)) = lv.host {
+                    assigned.insert(g);
+                }
+            };
+            match &e.op {
+                Op::Assign { lhs, .. } => note(lhs),
+                Op::Call { dest: Some(d), .. } => note(d),
+                Op::Asm { outputs, .. } => outputs.iter().for_each(&mut note),
+                _ => {}
+            }
+        }
+    }
+    let plain = |lv: &Lval| {
+        lv.proj.iter().all(|p| match p {
+            Proj::Index(i) => i.as_int().is_some(),
+            Proj::Field { comp, .. } => {
+                program.types.comp(*comp).kind == crate::ir::types::CompKind::Struct
+            }
+        })
+    };
+    let mut by_global: FxHashMap<GlobalId, Vec<(Lval, CallSite)>> = FxHashMap::default();
+    for (g, lv, site) in stores {
+        by_global.entry(g).or_default().push((lv, site));
+    }
+    let mut globals: Vec<GlobalId> = by_global.keys().copied().collect();
+    globals.sort();
+    for g in globals {
+        let v = Var::Global(g);
+        if assigned.contains(&g) || keys.escaped.contains(&(None, v)) {
+            continue;
+        }
+        let list = &by_global[&g];
+        if !list.iter().all(|(lv, _)| plain(lv)) {
+            continue;
+        }
+        // Distinct locations must not overlap: no projection list is a proper prefix of
+        // another's.
+        let prefix = list.iter().any(|(a, _)| {
+            list.iter()
+                .any(|(b, _)| a.proj.len() < b.proj.len() && b.proj[..a.proj.len()] == a.proj[..])
+        });
+        if prefix {
+            continue;
+        }
+        for (lv, site) in list {
+            let mut sites: Vec<CallSite> = list
+                .iter()
+                .filter(|(x, _)| x.proj == lv.proj)
+                .map(|(_, s)| *s)
+                .collect();
+            sites.sort();
+            sites.dedup();
+            if sites.len() != 1 {
+                continue;
+            }
+            let mut threads = graph.created_at(*site);
+            let (Some(t), None) = (threads.next(), threads.next()) else {
+                continue;
+            };
+            if t.unique {
+                let k = keys.intern(None, v, lv);
+                keys.sole.insert(k, t.id);
+            }
+        }
+    }
+    keys.writers = writers;
 }
 
 /// Locals of a function whose value is an unconstrained input: defined only by one call of a
@@ -647,6 +918,9 @@ impl ActiveThreads<'_> {
                 f.may_active.remove(&t.id);
                 f.must_active.remove(&t.id);
                 f.ids.retain(|(_, x)| *x != t.id);
+                if t.unique {
+                    f.joined.insert(t.id);
+                }
             }
         }
     }
@@ -725,6 +999,8 @@ impl Merge for MhpFact {
                 m.cons = hull;
             }
             m.ids.retain(|p| f.ids.contains(p));
+            m.joined = m.joined.intersection(&f.joined);
+            m.created_joined = m.created_joined.intersection(&f.created_joined);
             m.flags.retain(|x| f.flags.contains(x));
         }
         m
@@ -743,6 +1019,8 @@ impl Merge for MhpFact {
                 })
                 && (!o.certain || self.cons == o.cons)
                 && self.ids.iter().all(|p| o.ids.contains(p))
+                && self.joined.is_subset(&o.joined)
+                && self.created_joined.is_subset(&o.created_joined)
                 && self.flags.iter().all(|x| o.flags.contains(x)))
     }
 }
@@ -767,16 +1045,27 @@ impl ActiveThreads<'_> {
                             .created_at(site)
                             .map(|t| (t.id, t.exact_entry))
                             .collect();
-                        let key = args
+                        let program = self.program;
+                        let target = args
                             .get(thread_id)
-                            .and_then(|a| self.keys.key_of_ptr(func, a));
+                            .and_then(|a| self.keys.target_of_ptr(program, func, a));
+                        let key = target.as_ref().and_then(|(o, lv)| self.keys.key(*o, lv));
                         let exact = children.len() == 1 && children.iter().all(|c| c.1);
                         for (c, _) in &children {
                             f.may_created.insert(*c);
                             f.may_active.insert(*c);
+                            f.joined.remove(c);
+                            f.created_joined.remove(c);
                         }
-                        if let Some(k) = key {
-                            f.ids.retain(|(x, _)| *x != k);
+                        match (key, &target) {
+                            (Some(k), _) => f.ids.retain(|(x, _)| *x != k),
+                            // A location without a key of its own (`&ids[i]`): forget
+                            // what the keys of its variable held.
+                            (None, Some((o, lv))) => {
+                                let roots = self.keys.keys_of_root(*o, lv);
+                                f.ids.retain(|(x, _)| !roots.contains(x));
+                            }
+                            (None, None) => {}
                         }
                         if exact {
                             let (c, _) = children[0];
@@ -788,19 +1077,39 @@ impl ActiveThreads<'_> {
                         }
                     }
                     Some(Role::ThreadJoin { thread_id }) => {
+                        let program = self.program;
                         let key = args
                             .get(thread_id)
-                            .and_then(|a| self.keys.key_of_value(func, a));
-                        let joined =
+                            .and_then(|a| self.keys.key_of_value(program, func, a));
+                        let mut joined =
                             key.and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
+                        // Created on the path (the variable holds its id since the create).
+                        if let Some(c) = joined
+                            && self.graph.thread(c).unique
+                        {
+                            f.created_joined.insert(c);
+                        }
+                        if joined.is_none() {
+                            // A global location only one create writes, by any thread.
+                            joined = args
+                                .get(thread_id)
+                                .and_then(|a| self.keys.sole_of_value(program, func, a))
+                                .filter(|t| *t != self.tc.thread);
+                        }
                         match joined {
                             Some(c) => {
                                 if self.graph.thread(c).unique {
                                     f.may_active.remove(&c);
+                                    f.joined.insert(c);
                                 }
                                 f.must_active.remove(&c);
                             }
-                            None => f.must_active = BitSet::new(),
+                            // Any thread may have been joined (a child, or a descendant whose
+                            // id the value holds).
+                            None => {
+                                f.must_active = BitSet::new();
+                                f.created_joined = BitSet::new();
+                            }
                         }
                     }
                     Some(r) if r.ends_path() => return,
@@ -815,7 +1124,7 @@ impl ActiveThreads<'_> {
                         for a in args.iter().filter(|_| !f.ids.is_empty()) {
                             let child = self
                                 .keys
-                                .key_of_value(func, a)
+                                .key_of_value(self.program, func, a)
                                 .and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
                             if let Some(c) = child {
                                 f.must_active.remove(&c);
@@ -895,8 +1204,8 @@ impl FactAnalysis for ActiveThreads<'_> {
 
     fn call_entry(
         &mut self,
-        _at: At<'_>,
-        _edge: &Edge,
+        at: At<'_>,
+        edge: &Edge,
         target: &CallTarget,
         fact: &MhpFact,
     ) -> MhpFact {
@@ -907,6 +1216,38 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.certain &= target.exact;
         f.cons.clear();
         f.flags.clear();
+        let caller = self.tc.ctx(at.ctx).func;
+        if !f.ids.is_empty() {
+            // The callee's locals are fresh; a parameter receiving a thread id the caller
+            // knows holds that thread's id (`join_it(id1)` with `join_it(pthread_t t)`).
+            let mut bound: SmallVec<[(IdKey, ThreadId); 2]> = SmallVec::new();
+            if caller != target.func
+                && let Op::Call { args, .. } = &edge.op
+            {
+                let program = self.program;
+                let callee = program.function(target.func);
+                for (a, p) in args.iter().zip(&callee.params) {
+                    let child = self
+                        .keys
+                        .key_of_value(program, caller, a)
+                        .and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
+                    let Some(c) = child else { continue };
+                    let lv = Lval {
+                        host: Host::Var(Var::Local(*p)),
+                        proj: Vec::new(),
+                        ty: callee.local(*p).ty,
+                    };
+                    if let Some(k) = self.keys.key(target.func, &lv) {
+                        bound.push((k, c));
+                    }
+                }
+            }
+            let keys = &self.keys;
+            f.ids.retain(|(k, _)| !keys.owned_by(*k, target.func));
+            f.ids.extend(bound);
+            f.ids.sort();
+            f.ids.dedup_by_key(|(k, _)| *k);
+        }
         f
     }
 
@@ -924,6 +1265,11 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.cons = pre.cons.clone();
         f.flags = pre.flags.clone();
         let func = self.tc.ctx(ctx).func;
+        // The callee's locals are gone.
+        if func != target.func && !f.ids.is_empty() {
+            let keys = &self.keys;
+            f.ids.retain(|(k, _)| !keys.owned_by(*k, target.func));
+        }
         if let Op::Call { dest: Some(d), .. } = &edge.op {
             self.forget_key(&mut f, func, d);
         }
@@ -955,6 +1301,30 @@ pub struct ActiveAt {
     /// Children active for sure on some certain path (the union over certain facts of their
     /// `must_active`).
     pub certainly_active: BitSet<ThreadId>,
+    /// Threads surely joined (ended) on every path (the intersection over facts).
+    pub joined: BitSet<ThreadId>,
+    /// Threads possibly joined (the union over facts).
+    pub may_joined: BitSet<ThreadId>,
+    /// Threads created and then joined on some certain path (the union over certain facts).
+    pub certainly_joined: BitSet<ThreadId>,
+}
+
+impl ActiveAt {
+    /// Adds what another fact (or summary) says: unions, and the intersection of `joined`
+    /// (`first` when `self` holds nothing yet).
+    fn absorb(&mut self, o: &ActiveAt, first: bool) {
+        self.may_created = self.may_created.union(&o.may_created);
+        self.may_active = self.may_active.union(&o.may_active);
+        self.certain |= o.certain;
+        self.certainly_active = self.certainly_active.union(&o.certainly_active);
+        self.joined = if first {
+            o.joined.clone()
+        } else {
+            self.joined.intersection(&o.joined)
+        };
+        self.may_joined = self.may_joined.union(&o.may_joined);
+        self.certainly_joined = self.certainly_joined.union(&o.certainly_joined);
+    }
 }
 
 /// Results of the active-threads analysis of every thread.
@@ -980,6 +1350,7 @@ impl MhpResult {
         share: bool,
     ) -> MhpResult {
         let mut keys = IdKeys::new(program, roles);
+        sole_threads(program, roles, graph, &mut keys);
         let mut unique: Vec<Solution<dataflow::Facts<MhpFact>>> = Vec::new();
         let mut asked_by: Vec<Asked> = Vec::new();
         // The contexts each unique solution was computed from (the solution's own contexts
@@ -991,6 +1362,7 @@ impl MhpResult {
                 s.entry == tc.entry
                     && s.ctxs == tc.ctxs
                     && s.calls == tc.calls
+                    && keys.same_view(s.thread, tc.thread)
                     && (share || q.agrees(oracle, tc.thread))
             });
             tracing::debug!(thread = tc.thread.0, shared = ?same, "active threads");
@@ -1002,6 +1374,7 @@ impl MhpResult {
                 record: !share,
                 ..Asked::default()
             };
+            keys.thread = tc.thread;
             let mut a = ActiveThreads {
                 program,
                 roles,
@@ -1045,17 +1418,25 @@ impl MhpResult {
         else {
             return out;
         };
-        for f in sol
+        for (i, f) in sol
             .at(p.ctx, p.node)
             .into_iter()
             .flat_map(dataflow::facts_of)
+            .enumerate()
         {
-            out.may_created = out.may_created.union(&f.may_created);
-            out.may_active = out.may_active.union(&f.may_active);
+            let mut one = ActiveAt {
+                may_created: f.may_created.clone(),
+                may_active: f.may_active.clone(),
+                joined: f.joined.clone(),
+                may_joined: f.joined.clone(),
+                ..ActiveAt::default()
+            };
             if f.certain {
-                out.certain = true;
-                out.certainly_active = out.certainly_active.union(&f.must_active);
+                one.certain = true;
+                one.certainly_active = f.must_active.clone();
+                one.certainly_joined = f.created_joined.clone();
             }
+            out.absorb(&one, i == 0);
         }
         out
     }
@@ -1089,23 +1470,37 @@ impl MhpResult {
                 ctx: c,
                 node,
             });
+            out.absorb(&a, !any);
             any = true;
-            out.may_created = out.may_created.union(&a.may_created);
-            out.may_active = out.may_active.union(&a.may_active);
-            out.certain |= a.certain;
-            out.certainly_active = out.certainly_active.union(&a.certainly_active);
         }
         any.then_some(out)
     }
 
     /// Children of `t` that may still run when `t` ends (returns from its entry function or
-    /// calls a thread-exit function); `None` when unknown (no body).
+    /// calls a thread-exit function), `None` when unknown (no body); and the children some
+    /// certain path to an end leaves surely running.
     fn outliving(
         &self,
         program: &Program,
         roles: &Roles,
         graph: &ThreadGraph,
         t: ThreadId,
+    ) -> (Option<BitSet<ThreadId>>, BitSet<ThreadId>) {
+        let mut certainly = BitSet::new();
+        let may = self.ends(program, roles, graph, t, &mut certainly);
+        if may.is_none() {
+            certainly = BitSet::new();
+        }
+        (may, certainly)
+    }
+
+    fn ends(
+        &self,
+        program: &Program,
+        roles: &Roles,
+        graph: &ThreadGraph,
+        t: ThreadId,
+        certainly: &mut BitSet<ThreadId>,
     ) -> Option<BitSet<ThreadId>> {
         let tc = graph.contexts(t);
         let entry_func = tc.ctxs.get(tc.entry.0 as usize)?.func;
@@ -1136,6 +1531,7 @@ impl MhpResult {
                     node,
                 });
                 out = out.union(&a.may_active);
+                *certainly = certainly.union(&a.certainly_active);
             }
         }
         Some(out)
@@ -1164,12 +1560,14 @@ impl MhpResult {
                             && creation[c.0 as usize].as_ref().is_some_and(|a| a.certain)
                     })
                 });
+                let (outliving, certainly_outliving) = self.outliving(program, roles, graph, t.id);
                 ThreadFacts {
                     creation: creation[t.id.0 as usize].clone(),
                     certainly_created,
                     ancestry,
                     unique: t.unique && !t.in_cycle,
-                    outliving: self.outliving(program, roles, graph, t.id),
+                    outliving,
+                    certainly_outliving,
                 }
             })
             .collect()
@@ -1189,6 +1587,104 @@ pub struct ThreadFacts {
     pub unique: bool,
     /// Its children that may still run when it ends (`None`: unknown, any).
     pub outliving: Option<BitSet<ThreadId>>,
+    /// Its children that some certain path to its end leaves surely running (created on the
+    /// path, not possibly joined).
+    pub certainly_outliving: BitSet<ThreadId>,
+}
+
+/// Whether thread `other` has surely ended before an access of a thread with chain `chain`
+/// (from `main`, `None` when not in the tree) and facts `at`: the accessing thread joined it,
+/// or some thread of its chain was created after it had been joined (the parent's facts at
+/// that creation say so). Joined threads are unique, so the one instance has ended.
+fn ended_before(
+    tf: &[ThreadFacts],
+    at: &ActiveAt,
+    chain: Option<&[ThreadId]>,
+    other: ThreadId,
+) -> bool {
+    at.joined.contains(&other)
+        || chain.is_some_and(|c| {
+            c.iter().skip(1).any(|x| {
+                tf[x.0 as usize]
+                    .creation
+                    .as_ref()
+                    .is_some_and(|cr| cr.joined.contains(&other))
+            })
+        })
+}
+
+/// Whether thread `other` may have been joined before an access with facts `at` of a thread
+/// with chain `chain` (the may-version of [`ended_before`]).
+fn maybe_ended_before(
+    tf: &[ThreadFacts],
+    at: &ActiveAt,
+    chain: Option<&[ThreadId]>,
+    other: ThreadId,
+) -> bool {
+    at.may_joined.contains(&other)
+        || chain.is_some_and(|c| {
+            c.iter().skip(1).any(|x| {
+                tf[x.0 as usize]
+                    .creation
+                    .as_ref()
+                    .is_none_or(|cr| cr.may_joined.contains(&other))
+            })
+        })
+}
+
+/// Whether the thread at the end of `chain` (a chain of threads from a child of the point's
+/// thread down) may run at a point with facts `at`: it was not joined there, and the child is
+/// active, or it was created and some thread of the chain may outlive its parent (joining a
+/// thread does not stop the children it leaves running).
+fn alive(tf: &[ThreadFacts], at: &ActiveAt, chain: &[ThreadId]) -> bool {
+    let Some(child) = chain.first() else {
+        return true;
+    };
+    if chain.last().is_some_and(|t| at.joined.contains(t)) {
+        return false;
+    }
+    if at.may_active.contains(child) {
+        return true;
+    }
+    at.may_created.contains(child)
+        && chain.windows(2).any(|w| {
+            tf[w[0].0 as usize]
+                .outliving
+                .as_ref()
+                .is_none_or(|o| o.contains(&w[1]))
+        })
+}
+
+/// Whether descendant `t` of thread `holder` may run at a point of `holder` with facts `at`
+/// (`true` when `t` is not in the creation tree under `holder`).
+pub fn alive_at(tf: &[ThreadFacts], at: &ActiveAt, holder: ThreadId, t: ThreadId) -> bool {
+    let Some(chain) = &tf[t.0 as usize].ancestry else {
+        return true;
+    };
+    match chain.iter().position(|x| *x == holder) {
+        Some(i) if i + 1 < chain.len() => alive(tf, at, &chain[i + 1..]),
+        _ => true,
+    }
+}
+
+/// Whether the thread at the end of `chain` (from a child of the point's thread down) surely
+/// can run at a point with facts `at`, on a certain path: the child is certainly active, or it
+/// was certainly created and joined while a certain path of it left the next thread of the
+/// chain running; and no thread of the chain below the child may have been joined.
+fn certainly_alive(tf: &[ThreadFacts], at: &ActiveAt, chain: &[ThreadId]) -> bool {
+    let Some(child) = chain.first() else {
+        return true;
+    };
+    if chain[1..].iter().any(|t| at.may_joined.contains(t)) {
+        return false;
+    }
+    if at.certainly_active.contains(child) {
+        return true;
+    }
+    at.certainly_joined.contains(child)
+        && chain
+            .get(1)
+            .is_some_and(|n| tf[child.0 as usize].certainly_outliving.contains(n))
 }
 
 /// Whether accesses of threads `ta` (with facts `a` at the access) and `tb` (`b`) may run in
@@ -1205,6 +1701,13 @@ pub fn may_parallel(
         return !fa.unique;
     }
     let fb = &tf[tb.0 as usize];
+    // One thread had ended (was joined) before the other's access, or before the creation of
+    // a thread on its chain.
+    if ended_before(tf, a, fa.ancestry.as_deref(), tb)
+        || ended_before(tf, b, fb.ancestry.as_deref(), ta)
+    {
+        return false;
+    }
     let (Some(ca), Some(cb)) = (&fa.ancestry, &fb.ancestry) else {
         return true;
     };
@@ -1216,39 +1719,22 @@ pub fn may_parallel(
     if !tf[lca.0 as usize].unique {
         return true;
     }
-    // Whether the thread at the end of `chain` (from a child of the point's thread down) may
-    // run at the point: the child is active, or it was created and some thread of the chain
-    // may outlive its parent (joining a thread does not stop the children it leaves running).
-    let alive = |at: &ActiveAt, chain: &[ThreadId]| {
-        let Some(child) = chain.first() else {
-            return true;
-        };
-        if at.may_active.contains(child) {
-            return true;
-        }
-        at.may_created.contains(child)
-            && chain.windows(2).any(|w| {
-                tf[w[0].0 as usize]
-                    .outliving
-                    .as_ref()
-                    .is_none_or(|o| o.contains(&w[1]))
-            })
-    };
     if lca == tb {
-        return alive(b, &ca[k..]);
+        return alive(tf, b, &ca[k..]);
     }
     if lca == ta {
-        return alive(a, &cb[k..]);
+        return alive(tf, a, &cb[k..]);
     }
     let (b1, b2) = (ca[k], cb[k]);
     let (Some(at1), Some(at2)) = (&tf[b1.0 as usize].creation, &tf[b2.0 as usize].creation) else {
         return true;
     };
-    alive(at2, &ca[k..]) || alive(at1, &cb[k..])
+    alive(tf, at2, &ca[k..]) || alive(tf, at1, &cb[k..])
 }
 
 /// Whether accesses of `ta` (facts `a`) and `tb` (`b`) certainly can run in parallel: both on
-/// certain paths of certainly created unique threads, unordered by the creation tree.
+/// certain paths of certainly created unique threads, unordered by the creation tree, neither
+/// possibly joined before the other's access.
 pub fn must_parallel(
     tf: &[ThreadFacts],
     ta: ThreadId,
@@ -1269,20 +1755,23 @@ pub fn must_parallel(
     if ca.iter().chain(cb).any(|t| !tf[t.0 as usize].unique) {
         return false;
     }
+    if maybe_ended_before(tf, a, Some(ca), tb) || maybe_ended_before(tf, b, Some(cb), ta) {
+        return false;
+    }
     let k = ca.iter().zip(cb).take_while(|(x, y)| x == y).count();
     if k == 0 {
         return false;
     }
     let lca = ca[k - 1];
     if lca == tb {
-        return b.certainly_active.contains(&ca[k]);
+        return certainly_alive(tf, b, &ca[k..]);
     }
     if lca == ta {
-        return a.certainly_active.contains(&cb[k]);
+        return certainly_alive(tf, a, &cb[k..]);
     }
     let (b1, b2) = (ca[k], cb[k]);
     let (Some(at1), Some(at2)) = (&tf[b1.0 as usize].creation, &tf[b2.0 as usize].creation) else {
         return false;
     };
-    at2.certainly_active.contains(&b1) || at1.certainly_active.contains(&b2)
+    certainly_alive(tf, at2, &ca[k..]) || certainly_alive(tf, at1, &cb[k..])
 }

@@ -512,7 +512,9 @@ type Holders = SmallVec<[(ThreadId, SmallSet<Held>); 1]>;
 /// Per thread T, the locks some thread H holds during T's whole life: its parent's inherited
 /// locks, and those an ancestor H holds for the whole life of its child C on T's chain when
 /// every thread from C down to T ends before its parent does (each is joined, it does not
-/// outlive its parent), so T lives inside C's life, inside H's critical section.
+/// outlive its parent), so T lives inside C's life, inside H's critical section; and those an
+/// ancestor holds for the whole life of a thread X of T's chain ([`Inherited::ancestors_hold`],
+/// X joined by that ancestor) when T lives inside X's life.
 fn held_for_life(
     graph: &ThreadGraph,
     inherited: &[Inherited],
@@ -533,6 +535,8 @@ fn held_for_life(
                 if !inh.is_empty() {
                     out.push((parent, inh.clone()));
                 }
+                // Ancestors holding locks for the child's whole life (they join it first).
+                out.extend(inherited[child.0 as usize].ancestors_hold.iter().cloned());
                 let outlives = tf[parent.0 as usize]
                     .outliving
                     .as_ref()

@@ -47,7 +47,8 @@ pub struct Thread {
 impl Thread {
     /// A short human name: `main`, or `entry` plus the create line (`worker@main.c:12`); a
     /// thread of a peeled loop iteration adds the iteration (`worker@main.c:12#1`), the loop's
-    /// later iterations `#n+`.
+    /// later iterations `#n+`; a create in a wrapper copied for one call adds the calls
+    /// (`worker@main.c:12 via main.c:30`).
     pub fn name(&self, program: &Program) -> String {
         let entry = &program.function(self.entry).name;
         match self.site {
@@ -73,8 +74,23 @@ impl Thread {
                 } else {
                     String::new()
                 };
+                // A create in a copy of a wrapper made for one call ([`crate::ir::specialise`]):
+                // the calls that lead to it.
+                let mut via = String::new();
+                let mut func = site.func;
+                for _ in 0..8 {
+                    let Some(s) = program.function(func).specialised else {
+                        break;
+                    };
+                    via.push_str(&format!(
+                        " via {}:{}",
+                        short_file(program.file_name(s.call_loc)),
+                        s.call_loc.line
+                    ));
+                    func = s.caller;
+                }
                 format!(
-                    "{entry}@{}:{}{suffix}",
+                    "{entry}@{}:{}{suffix}{via}",
                     short_file(program.file_name(loc)),
                     loc.line
                 )

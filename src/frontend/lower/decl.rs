@@ -143,6 +143,7 @@ impl Lower<'_> {
                     noreturn,
                     implicit: false,
                     loc,
+                    specialised: None,
                 });
                 let f = FuncId(self.pb.program.functions.len() as u32 - 1);
                 if !internal {

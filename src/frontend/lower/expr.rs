@@ -511,6 +511,7 @@ impl Lower<'_> {
             noreturn: false,
             implicit: true,
             loc,
+            specialised: None,
         });
         let f = FuncId(self.pb.program.functions.len() as u32 - 1);
         self.pb.externs.insert(name.to_string(), Symbol::Func(f));
