@@ -255,14 +255,12 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             }
             _ => {}
         }
-        crate::ir::visit::op_exprs(&e.op, &mut |x| {
-            crate::ir::visit::walk_expr(x, &mut |y| {
-                if let ExprKind::AddrOf(lv) = &y.kind
-                    && let Host::Var(Var::Local(l)) = lv.host
-                {
-                    addr_taken.insert(l);
-                }
-            })
+        crate::ir::visit::op_exprs(&e.op, &mut |y| {
+            if let ExprKind::AddrOf(lv) = &y.kind
+                && let Host::Var(Var::Local(l)) = lv.host
+            {
+                addr_taken.insert(l);
+            }
         });
     }
     // A variable never written holds one indeterminate value throughout (`int x; if (x) ..;
