@@ -430,7 +430,14 @@ fn flag_candidates(program: &Program) -> FxHashMap<GlobalId, (i128, i128)> {
     for f in &program.functions {
         let Some(cfg) = &f.body else { continue };
         for e in &cfg.edges {
-            crate::ir::visit::op_exprs(&e.op, &mut |x| addr(x, &mut bad));
+            // `op_exprs` reaches every sub-expression: look at each once.
+            crate::ir::visit::op_exprs(&e.op, &mut |x| {
+                if let ExprKind::AddrOf(lv) = &x.kind
+                    && let Host::Var(Var::Global(g)) = lv.host
+                {
+                    bad.insert(g);
+                }
+            });
             let written: SmallVec<[&Lval; 2]> = match &e.op {
                 Op::Assign { lhs, rhs } => {
                     if let Host::Var(Var::Global(g)) = lhs.host {

@@ -523,23 +523,16 @@ fn dump_ir(args: &DumpArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Stack size of the worker thread: parsing and lowering recurse over the syntax tree, and
-/// generated code can nest very deeply.
-const STACK_BYTES: usize = 512 << 20;
-
 fn main() -> ExitCode {
     let cli = Cli::parse_from(gcc_style_args(std::env::args_os()));
     init_logging(cli.verbose);
-    let worker = std::thread::Builder::new()
-        .name("racedar".into())
-        .stack_size(STACK_BYTES)
-        .spawn(move || match &cli.command {
-            Command::Check(a) => check(a),
-            Command::DumpIr(a) => dump_ir(a),
-        });
-    match worker.map(|h| h.join()) {
-        Ok(Ok(code)) => code,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+    // Parsing and lowering recurse over the syntax tree: run on a large stack.
+    let worker = racedar::stack::run(move || match &cli.command {
+        Command::Check(a) => check(a),
+        Command::DumpIr(a) => dump_ir(a),
+    });
+    match worker {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("racedar: error: cannot start the analysis thread: {e}");
             ExitCode::from(2)

@@ -270,7 +270,14 @@ fn run<'p, B: Backend<'p>>(
             blocks_no_race: true,
         });
     }
-    imprecision.extend(features(program, roles, &backend, &graph, &locksets));
+    imprecision.extend(features(
+        program,
+        roles,
+        &backend,
+        &graph,
+        &locksets,
+        &races.accesses,
+    ));
     imprecision.sort();
     imprecision.dedup();
     let deadlocks = opts.deadlocks.then(|| {
@@ -482,6 +489,7 @@ fn features<'p, B: Backend<'p>>(
     backend: &B,
     graph: &ThreadGraph,
     locksets: &LocksetResult,
+    accesses: &[races::Access<'p>],
 ) -> Vec<Imprecision> {
     let mut out = Vec::new();
     for u in &program.unsupported {
@@ -518,6 +526,22 @@ fn features<'p, B: Backend<'p>>(
                 };
                 match callee {
                     Callee::Direct(f) => {
+                        let unknown = (roles.get(*f).is_none()
+                            && program.function(*f).body.is_none())
+                        .then(|| {
+                            let ctx = tc.context(c, crate::ir::EdgeId(ei as u32));
+                            unknown_call(program, backend, &ctx, accesses, &e.op, *f)
+                        })
+                        .flatten();
+                        if let Some((reason, blocks_race)) = unknown {
+                            out.push(Imprecision {
+                                reason,
+                                loc: Some(e.loc),
+                                blocks_race,
+                                blocks_no_race: true,
+                            });
+                            continue;
+                        }
                         let (reason, blocks_race, blocks_no_race) = match roles.get(*f) {
                             Some(Role::CondWait { .. }) | Some(Role::CondSignal { .. }) => {
                                 ("condition variables order threads", true, false)
@@ -590,6 +614,132 @@ fn features<'p, B: Backend<'p>>(
     out
 }
 
+/// Prefixes of the names of thread-library functions (POSIX threads and semaphores, C11
+/// threads, the SV-COMP primitives): one the concurrency model does not know may synchronise or
+/// start threads in ways the analysis cannot see.
+const THREAD_API_PREFIXES: &[&str] = &[
+    "pthread_",
+    "sem_",
+    "thrd_",
+    "mtx_",
+    "cnd_",
+    "tss_",
+    "__VERIFIER_",
+];
+
+/// Why a call of `f`, a function without body the concurrency model does not know, may hide a
+/// race, and whether it may also order threads (no `race` verdict then): a thread-library
+/// function (it may synchronise or start threads), or a function receiving a pointer to data
+/// the program accesses elsewhere (it may keep the pointer and access the memory later, from
+/// any thread, unseen). `None` when neither: its accesses through the arguments are those of
+/// the call itself ([`crate::backend::accesses`]), callbacks it receives run as threads
+/// ([`crate::threads`]), and memory only it gets to see (a table of callbacks, say) cannot
+/// race with the program's own accesses.
+fn unknown_call<'p, B: Backend<'p>>(
+    program: &Program,
+    backend: &B,
+    ctx: &crate::context::Context,
+    accesses: &[races::Access<'p>],
+    op: &Op,
+    f: FuncId,
+) -> Option<(String, bool)> {
+    let name = &program.function(f).name;
+    if name.starts_with("__builtin_") {
+        // Compiler builtins keep no pointers (the ones that matter are modelled).
+        return None;
+    }
+    if THREAD_API_PREFIXES.iter().any(|p| name.starts_with(p)) {
+        return Some((
+            format!("thread-library function '{name}' is not modelled"),
+            true,
+        ));
+    }
+    let Op::Call { args, .. } = op else {
+        return None;
+    };
+    let types = &program.types;
+    let data_pointer = args.iter().any(|a| {
+        let inner = crate::ir::visit::strip_casts(a);
+        if matches!(
+            inner.kind,
+            crate::ir::ExprKind::Str(_) | crate::ir::ExprKind::Func(_)
+        ) || inner.as_int().is_some()
+        {
+            return false;
+        }
+        types
+            .pointee(a.ty)
+            .or_else(|| types.pointee(inner.ty))
+            .is_some_and(|t| !matches!(types.kind(t), crate::ir::types::TypeKind::Function(_)))
+    });
+    if !data_pointer {
+        return None;
+    }
+    // The objects the arguments point to: harmless when each is known, holds no pointer to
+    // data the callee could follow, and no other statement of the program touches it.
+    let kept_elsewhere = backend
+        .accesses(ctx)
+        .iter()
+        .filter(|m| matches!(m.site, crate::backend::AccessSite::Pointee(_)))
+        .any(|m| match m.target {
+            crate::backend::Target::Typed(_) => true,
+            crate::backend::Target::Addr(addr) => {
+                holds_data_pointer(types, m.ty)
+                    || accesses.iter().any(|x| {
+                        let own = x.func == ctx.fctx.func
+                            && x.edge == ctx.edge
+                            && matches!(x.mem.site, crate::backend::AccessSite::Pointee(_));
+                        !own && match x.mem.target {
+                            crate::backend::Target::Addr(y) => y.base == addr.base,
+                            crate::backend::Target::Typed(_) => true,
+                        }
+                    })
+            }
+        });
+    kept_elsewhere.then(|| {
+        (
+            format!(
+                "unknown function '{name}' receives a pointer: it may keep it and access the \
+                 memory later, unseen"
+            ),
+            false,
+        )
+    })
+}
+
+/// Whether an object of type `ty` may hold a pointer to data (function pointers aside): a
+/// pointer, or a struct, union or array with one inside. `void` and incomplete types may hold
+/// anything.
+fn holds_data_pointer(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId) -> bool {
+    use crate::ir::types::TypeKind;
+    let mut stack = vec![ty];
+    let mut seen = rustc_hash::FxHashSet::default();
+    while let Some(t) = stack.pop() {
+        if !seen.insert(t) {
+            continue;
+        }
+        match types.kind(t) {
+            TypeKind::Void => return true,
+            TypeKind::Pointer(p) => {
+                if !matches!(types.kind(*p), TypeKind::Function(_)) {
+                    return true;
+                }
+            }
+            TypeKind::Array { elem, .. } => stack.push(*elem),
+            TypeKind::Comp(c) => {
+                let info = types.comp(*c);
+                if info.layout.is_none() {
+                    return true;
+                }
+                stack.extend(info.fields.iter().map(|f| f.ty));
+            }
+            TypeKind::Int(_) | TypeKind::Float(_) | TypeKind::Complex(_) => {}
+            TypeKind::Function(_) => {}
+        }
+    }
+    false
+}
+
 /// The first busy-waiting loop of a function: a cycle whose only effects are tests (of shared
 /// memory or through atomic calls), local assignments, and calls without memory effects.
 fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
@@ -608,13 +758,23 @@ fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
             );
         }
     }
-    for scc in petgraph::algo::tarjan_scc(&g) {
-        let nodes: rustc_hash::FxHashSet<usize> = scc.iter().map(|n| n.index()).collect();
-        let inner: Vec<&crate::ir::Edge> = cfg
-            .edges
-            .iter()
-            .filter(|e| nodes.contains(&(e.src.0 as usize)) && nodes.contains(&(e.dst.0 as usize)))
-            .collect();
+    let sccs = petgraph::algo::tarjan_scc(&g);
+    // The edges inside each strongly connected component, found in one pass (scanning every
+    // edge per component takes quadratic time on long functions).
+    let mut scc_of = vec![usize::MAX; cfg.nodes.len()];
+    for (i, scc) in sccs.iter().enumerate() {
+        for n in scc {
+            scc_of[n.index()] = i;
+        }
+    }
+    let mut inner_edges: Vec<Vec<&crate::ir::Edge>> = vec![Vec::new(); sccs.len()];
+    for e in &cfg.edges {
+        let (a, b) = (scc_of[e.src.0 as usize], scc_of[e.dst.0 as usize]);
+        if a == b && a != usize::MAX {
+            inner_edges[a].push(e);
+        }
+    }
+    for inner in inner_edges {
         if inner.is_empty() {
             continue;
         }

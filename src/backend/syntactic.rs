@@ -38,7 +38,7 @@ impl<'p> Syntactic<'p> {
         for f in &program.functions {
             if let Some(cfg) = &f.body {
                 for e in &cfg.edges {
-                    op_exprs(&e.op, &mut |x| walk_expr(x, &mut note));
+                    op_exprs(&e.op, &mut note);
                 }
             }
         }
