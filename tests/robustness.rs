@@ -344,7 +344,7 @@ fn mutants_of_fixtures_never_crash_or_hang() {
     let dir = tempfile::tempdir().expect("temp dir");
     let files = fixture_programs();
     assert!(files.len() > 20, "too few fixtures");
-    let mut rng = Rng(0x5eed_0f_a11_c0de);
+    let mut rng = Rng(0x0005_eed0_fa11_c0de);
     let mut jobs = Vec::new();
     let total = 300;
     for n in 0..total {
