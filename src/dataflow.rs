@@ -368,8 +368,7 @@ impl<A: Analysis> Engine<'_, A> {
         // The cap of `ThreadContexts::build`: beyond it, new contexts are the
         // context-insensitive one, so consumers holding the thread graph's contexts know every
         // id.
-        if self.tc.ctxs.len() >= crate::context::MAX_CONTEXTS && self.tc.lookup(&callee).is_none()
-        {
+        if self.tc.ctxs.len() >= crate::context::MAX_CONTEXTS && self.tc.lookup(&callee).is_none() {
             callee.calls.clear();
         }
         let before = self.tc.ctxs.len();
