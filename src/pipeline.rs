@@ -150,13 +150,8 @@ fn run<'p, B: Backend<'p>>(
     mut phases: Vec<Phase>,
 ) -> Analysis<'p> {
     let mut imprecision = Vec::new();
-    let main = program
-        .functions
-        .iter()
-        .position(|f| f.name == "main" && f.body.is_some() && f.linkage == Linkage::External)
-        .map(|i| FuncId(i as u32));
     let t = Instant::now();
-    let Some(main) = main else {
+    let Some(main) = main_function(program) else {
         imprecision.push(Imprecision {
             reason: "no main function: nothing to start the threads from".into(),
             loc: None,
@@ -165,25 +160,7 @@ fn run<'p, B: Backend<'p>>(
         });
         return empty(program, roles, imprecision, phases, opts.deadlocks);
     };
-    // The thread-modular fixpoint (seed 001 Algorithm 1): rounds of thread analyses until
-    // the backend's results are stable.
-    let mut graph: Option<ThreadGraph> = None;
-    let graph = loop {
-        backend.begin_round(graph.as_ref());
-        let g = ThreadGraph::build(
-            program,
-            roles,
-            &mut backend,
-            main,
-            opts.context_depth,
-            graph.as_ref(),
-        );
-        let stable = backend.end_round(g.threads.len());
-        if stable {
-            break g;
-        }
-        graph = Some(g);
-    };
+    let graph = thread_graph(program, roles, &mut backend, main, opts.context_depth);
     for reason in backend.degradations() {
         imprecision.push(Imprecision {
             reason,
@@ -213,51 +190,18 @@ fn run<'p, B: Backend<'p>>(
     let mut locksets = LocksetResult::compute(program, roles, &backend, &graph);
     phases.push(Phase::new("lockset", t.elapsed()));
     let t = Instant::now();
-    let branch = |ctx: &crate::context::Context| branch_outcome(program, &backend, ctx);
-    let constant = |ctx: &crate::context::Context, e: &crate::ir::Expr| {
-        let r = backend.value(ctx, e);
-        r.lo.filter(|lo| r.hi == Some(*lo))
-    };
-    let oracle = crate::mhp::Oracle {
-        branch: &branch,
-        constant: &constant,
-    };
-    let mhp = MhpResult::compute(
-        program,
-        roles,
-        &graph,
-        &oracle,
-        // Threads with equal contexts share a solution when the answers do not depend on
-        // the thread.
-        backend.thread_independent(),
-    );
-    let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, roles, &graph);
+    let (mhp, thread_facts) = active_threads(program, roles, &backend, &graph);
     phases.push(Phase::new("mhp", t.elapsed()));
     let t = Instant::now();
-    let inherited: Vec<Inherited> =
-        locksets.inherited(program, roles, &backend, &graph, &|p, c, n, t| {
-            let at = mhp.at(Point {
-                thread: p,
-                ctx: c,
-                node: n,
-            });
-            crate::mhp::alive_at(&thread_facts, &at, p, t)
-        });
-    let escape = Escape::compute(program, roles);
-    let private = races::private::private_allocations(program, roles, &graph);
-    let slots = races::slots::Slots::compute(program, roles, &graph, &backend, &locksets);
-    let races = races::detect(&races::Inputs {
+    let (races, inherited) = find_races(
         program,
-        backend: &backend,
-        graph: &graph,
-        locksets: &locksets,
-        inherited: &inherited,
-        mhp: &mhp,
-        thread_facts: &thread_facts,
-        escape: &escape,
-        private: &private,
-        slots: &slots,
-    });
+        roles,
+        &backend,
+        &graph,
+        &mut locksets,
+        &mhp,
+        &thread_facts,
+    );
     phases.push(Phase::new("races", t.elapsed()));
     if races.truncated {
         imprecision.push(Imprecision {
@@ -282,26 +226,17 @@ fn run<'p, B: Backend<'p>>(
     imprecision.dedup();
     let deadlocks = opts.deadlocks.then(|| {
         let t = Instant::now();
-        let mut d = crate::deadlocks::detect(
-            &crate::deadlocks::Inputs {
-                program,
-                roles,
-                backend: &backend,
-                graph: &graph,
-                mhp: &mhp,
-                thread_facts: &thread_facts,
-                inherited: &inherited,
-            },
+        let d = find_deadlocks(
+            program,
+            roles,
+            &backend,
+            &graph,
+            (&mhp, &thread_facts, &inherited),
             &mut locksets,
+            // What may order threads without the analysis knowing also casts doubt on
+            // deadlocks.
+            imprecision.iter().any(|i| i.blocks_race),
         );
-        // What may order threads without the analysis knowing also casts doubt on deadlocks.
-        if imprecision.iter().any(|i| i.blocks_race) {
-            crate::deadlocks::demote(
-                program,
-                &mut d,
-                "the program synchronises in ways the analysis does not model",
-            );
-        }
         phases.push(Phase::new("deadlocks", t.elapsed()));
         d
     });
@@ -325,6 +260,142 @@ fn run<'p, B: Backend<'p>>(
         verdict,
         phases,
     }
+}
+
+/// The function threads start from: the defined, externally visible `main`, if any.
+pub fn main_function(program: &Program) -> Option<FuncId> {
+    program
+        .functions
+        .iter()
+        .position(|f| f.name == "main" && f.body.is_some() && f.linkage == Linkage::External)
+        .map(|i| FuncId(i as u32))
+}
+
+/// Phase `threads`: the thread-modular fixpoint (seed 001 Algorithm 1), rounds of thread
+/// analyses from `main` until the backend's results are stable; returns the final
+/// thread-creation graph. The backend then answers queries for it (and reports in
+/// [`Backend::degradations`] whether it gave up precision).
+pub fn thread_graph<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &mut B,
+    main: FuncId,
+    context_depth: usize,
+) -> ThreadGraph {
+    let mut graph: Option<ThreadGraph> = None;
+    loop {
+        backend.begin_round(graph.as_ref());
+        let g = ThreadGraph::build(program, roles, backend, main, context_depth, graph.as_ref());
+        let stable = backend.end_round(g.threads.len());
+        if stable {
+            return g;
+        }
+        graph = Some(g);
+    }
+}
+
+/// Phase `mhp`: the active-threads analysis ([`MhpResult`]) and each thread's creation facts,
+/// with branch and constant questions answered by `backend`.
+pub fn active_threads<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+) -> (MhpResult, Vec<ThreadFacts>) {
+    let branch = |ctx: &crate::context::Context| branch_outcome(program, backend, ctx);
+    let constant = |ctx: &crate::context::Context, e: &crate::ir::Expr| {
+        let r = backend.value(ctx, e);
+        r.lo.filter(|lo| r.hi == Some(*lo))
+    };
+    let oracle = crate::mhp::Oracle {
+        branch: &branch,
+        constant: &constant,
+    };
+    let mhp = MhpResult::compute(
+        program,
+        roles,
+        graph,
+        &oracle,
+        // Threads with equal contexts share a solution when the answers do not depend on
+        // the thread.
+        backend.thread_independent(),
+    );
+    let thread_facts = mhp.thread_facts(program, roles, graph);
+    (mhp, thread_facts)
+}
+
+/// Phase `races`: the locks each thread inherits from its creators (which `locksets`
+/// records), escape, thread-private allocations, per-instance slots and the race search;
+/// returns the races and the inherited locks (deadlock detection needs them too).
+pub fn find_races<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+    locksets: &mut LocksetResult,
+    mhp: &MhpResult,
+    thread_facts: &[ThreadFacts],
+) -> (RaceResult<'p>, Vec<Inherited>) {
+    let inherited: Vec<Inherited> =
+        locksets.inherited(program, roles, backend, graph, &|p, c, n, child| {
+            let at = mhp.at(Point {
+                thread: p,
+                ctx: c,
+                node: n,
+            });
+            crate::mhp::alive_at(thread_facts, &at, p, child)
+        });
+    let escape = Escape::compute(program, roles);
+    let private = races::private::private_allocations(program, roles, graph);
+    let slots = races::slots::Slots::compute(program, roles, graph, backend, locksets);
+    let races = races::detect(&races::Inputs {
+        program,
+        backend,
+        graph,
+        locksets,
+        inherited: &inherited,
+        mhp,
+        thread_facts,
+        escape: &escape,
+        private: &private,
+        slots: &slots,
+    });
+    (races, inherited)
+}
+
+/// Phase `deadlocks`: lock-order cycles and double locks ([`crate::deadlocks`]) from the
+/// active threads, the threads' creation facts and inherited locks (`(mhp, thread_facts,
+/// inherited)`); `doubtful` (the program synchronises in ways the analysis does not model)
+/// demotes every deadlock to `may`.
+pub fn find_deadlocks<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+    (mhp, thread_facts, inherited): (&MhpResult, &[ThreadFacts], &[Inherited]),
+    locksets: &mut LocksetResult,
+    doubtful: bool,
+) -> DeadlockResult {
+    let mut d = crate::deadlocks::detect(
+        &crate::deadlocks::Inputs {
+            program,
+            roles,
+            backend,
+            graph,
+            mhp,
+            thread_facts,
+            inherited,
+        },
+        locksets,
+    );
+    if doubtful {
+        crate::deadlocks::demote(
+            program,
+            &mut d,
+            "the program synchronises in ways the analysis does not model",
+        );
+    }
+    d
 }
 
 fn empty<'p>(
@@ -357,10 +428,10 @@ fn empty<'p>(
     }
 }
 
-/// Searches concrete executions for witnesses of the static races (`crate::concrete`),
-/// upgrades the races they confirm to must-races, and returns the witnessed races no static
-/// race explains.
-fn witness_races(
+/// Phase `concrete`: searches concrete executions for witnesses of the static races
+/// (`crate::concrete`), upgrades the races they confirm to must-races, and returns the
+/// witnessed races no static race explains.
+pub fn witness_races(
     program: &Program,
     roles: &Roles,
     races: &mut RaceResult<'_>,
