@@ -109,8 +109,9 @@ pub struct ThreadContexts {
 }
 
 /// Upper bound on function contexts per thread (a safety net for huge programs with deep call
-/// strings; contexts beyond it reuse the context-insensitive one).
-const MAX_CONTEXTS: usize = 200_000;
+/// strings; contexts beyond it reuse the context-insensitive one). The dataflow engine applies
+/// the same bound to the contexts it discovers.
+pub const MAX_CONTEXTS: usize = 200_000;
 
 impl ThreadContexts {
     /// Enumerates the function contexts reachable from `entry` with call strings of length

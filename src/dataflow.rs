@@ -364,8 +364,15 @@ impl<A: Analysis> Engine<'_, A> {
         while calls.len() > self.depth {
             calls.remove(0);
         }
+        let mut callee = FnCtx { func, calls };
+        // The cap of `ThreadContexts::build`: beyond it, new contexts are the
+        // context-insensitive one, so consumers holding the thread graph's contexts know every
+        // id.
+        if self.tc.ctxs.len() >= crate::context::MAX_CONTEXTS && self.tc.lookup(&callee).is_none() {
+            callee.calls.clear();
+        }
         let before = self.tc.ctxs.len();
-        let id = self.tc.intern_ctx(FnCtx { func, calls });
+        let id = self.tc.intern_ctx(callee);
         if self.tc.ctxs.len() > before {
             self.alloc(id);
         }
@@ -442,9 +449,9 @@ impl<A: Analysis> Engine<'_, A> {
                 self.update(cc, edge.dst, &ret, false);
             }
         }
+        let fctx = self.tc.ctx(c).clone();
         for &eid in &cfg.node(n).succs {
             let edge = cfg.edge(eid);
-            let fctx = self.tc.ctx(c).clone();
             let at = At {
                 thread: self.tc.thread,
                 ctx: c,

@@ -21,7 +21,8 @@
 //!    (deterministic schedules and inputs), turning possible races into certain ones.
 //! 9. [`pipeline`] runs 3–8 and decides the verdict; [`report`] renders JSON, text and SARIF.
 //!
-//! Shared utilities: [`stats`] (time and peak memory of a run).
+//! Shared utilities: [`stats`] (time and peak memory of a run), [`stack`] (the large stack
+//! the front end and the analysis run on).
 
 pub mod backend;
 pub mod changes;
@@ -37,5 +38,6 @@ pub mod model;
 pub mod pipeline;
 pub mod races;
 pub mod report;
+pub mod stack;
 pub mod stats;
 pub mod threads;

@@ -390,6 +390,10 @@ impl LockTable {
     }
 }
 
+/// A thread's lockset solution, shared by threads with equal contexts when the backend's
+/// answers do not depend on the thread.
+type SharedSolution = std::sync::Arc<Solution<dataflow::Facts<LockFact>>>;
+
 /// The known candidates of a thread's unlock statements, by context and edge.
 type UnlockTargets = FxHashMap<(FnCtxId, EdgeId), SmallVec<[LockId; 2]>>;
 
@@ -438,7 +442,14 @@ fn flag_candidates(program: &Program) -> FxHashMap<GlobalId, (i128, i128)> {
     for f in &program.functions {
         let Some(cfg) = &f.body else { continue };
         for e in &cfg.edges {
-            crate::ir::visit::op_exprs(&e.op, &mut |x| addr(x, &mut bad));
+            // `op_exprs` reaches every sub-expression: look at each once.
+            crate::ir::visit::op_exprs(&e.op, &mut |x| {
+                if let ExprKind::AddrOf(lv) = &x.kind
+                    && let Host::Var(Var::Global(g)) = lv.host
+                {
+                    bad.insert(g);
+                }
+            });
             let written: SmallVec<[&Lval; 2]> = match &e.op {
                 Op::Assign { lhs, rhs } => {
                     if let Host::Var(Var::Global(g)) = lhs.host {
@@ -1675,7 +1686,8 @@ impl LocksAt {
 pub struct LocksetResult {
     /// Lock identities.
     pub table: LockTable,
-    solutions: Vec<Solution<dataflow::Facts<LockFact>>>,
+    /// Per thread (threads with equal answers share one).
+    solutions: Vec<SharedSolution>,
     /// Semaphore waits and posts on binary semaphores ([`LocksetResult::sem_is_mutex`]).
     sem_mutex_ops: FxHashSet<(ThreadId, FnCtxId, EdgeId)>,
     /// Barriers that order their participants ([`LocksetResult::barrier_orders`]): pseudo-lock
@@ -1748,11 +1760,24 @@ impl LocksetResult {
         recursive: bool,
         binary: &FxHashSet<LockId>,
         flags: &FxHashMap<GlobalId, (i128, i128)>,
-    ) -> (Vec<Solution<dataflow::Facts<LockFact>>>, Vec<UnlockTargets>) {
+    ) -> (Vec<SharedSolution>, Vec<UnlockTargets>) {
         let contexts = &graph.contexts;
-        let mut solutions = Vec::with_capacity(contexts.len());
-        let mut unlocks = Vec::with_capacity(contexts.len());
-        for tc in contexts {
+        let mut solutions: Vec<SharedSolution> = Vec::with_capacity(contexts.len());
+        let mut unlocks: Vec<UnlockTargets> = Vec::with_capacity(contexts.len());
+        let share = backend.thread_independent();
+        for (i, tc) in contexts.iter().enumerate() {
+            // Threads with the same function contexts get the same answers: one solution.
+            if share
+                && let Some(j) = contexts[..i]
+                    .iter()
+                    .position(|o| o.entry == tc.entry && o.ctxs == tc.ctxs && o.calls == tc.calls)
+            {
+                let same = std::sync::Arc::clone(&solutions[j]);
+                solutions.push(same);
+                let known = unlocks[j].clone();
+                unlocks.push(known);
+                continue;
+            }
             let mut known = FxHashMap::default();
             let mut a = Locksets {
                 program,
@@ -1769,13 +1794,13 @@ impl LocksetResult {
             };
             let _ = a.program;
             let init = dataflow::initial_facts(LockFact::default());
-            solutions.push(dataflow::solve(
+            solutions.push(std::sync::Arc::new(dataflow::solve(
                 program,
                 tc.clone(),
                 &mut dataflow::Disjunctive(&mut a),
                 init,
                 u64::MAX,
-            ));
+            )));
             unlocks.push(known);
         }
         (solutions, unlocks)

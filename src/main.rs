@@ -7,11 +7,19 @@ use racedar::ir::pretty::{self, PrintOptions};
 use racedar::ir::{DataModel, Program};
 use racedar::model::Model;
 use racedar::pipeline::{self, AnalysisOptions, BackendKind};
-use racedar::report::{Report, Verdict, sarif, suppress, svcomp, text};
+use racedar::report::{Report, Stopped, Verdict, sarif, suppress, svcomp, text};
 use racedar::stats::{self, RunStats};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
+
+/// The allocator: the analyses clone and drop many small facts, and mimalloc serves such
+/// workloads markedly faster than the system allocator.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Static data-race and deadlock detector for C programs using POSIX threads.
 #[derive(Parser, Debug)]
@@ -141,6 +149,14 @@ struct CheckArgs {
     /// Print per-phase time and peak memory on stderr.
     #[arg(long)]
     stats: bool,
+    /// Stop after SECONDS of wall time (the whole run, front end included): verdict unknown
+    /// with the reason, exit code 3.
+    #[arg(long, value_name = "SECONDS", value_parser = positive_seconds)]
+    timeout: Option<f64>,
+    /// Stop when the peak resident memory reaches MB mebibytes: verdict unknown with the
+    /// reason, exit code 3.
+    #[arg(long = "max-memory", value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
+    max_memory: Option<u64>,
     /// Report only races whose fingerprint is not in this baseline (the others are marked
     /// suppressed).
     #[arg(long, value_name = "FILE")]
@@ -251,8 +267,119 @@ fn init_logging(verbose: u8) {
         .try_init();
 }
 
+/// Parses a positive, finite number of seconds (`--timeout`).
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
+}
+
+/// Exit code of a run a resource limit stopped (README, "Exit codes").
+const EXIT_STOPPED: u8 = 3;
+
+/// Set by whoever writes the run's result first: the analysis thread once the analysis is
+/// over (or the front end failed), or the resource watchdog ([`watch`]) once a limit is
+/// reached. The other one then writes nothing.
+static OUTPUT_CLAIMED: AtomicBool = AtomicBool::new(false);
+
+/// Claims the right to write the run's result; false when the watchdog already has it.
+fn claim_output() -> bool {
+    !OUTPUT_CLAIMED.swap(true, Ordering::SeqCst)
+}
+
+/// Called by the analysis thread when the watchdog has claimed the output: the watchdog
+/// writes the result and ends the process, so this thread only waits.
+fn yield_output() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// How often the watchdog checks the limits.
+const POLL: Duration = Duration::from_millis(10);
+
+/// Watches the resource limits of `check` (`--timeout`, `--max-memory`) while the analysis
+/// thread runs; returns when it has finished (signalled on `done`). When a limit is reached
+/// first, writes the `unknown` report of a stopped run ([`write_stopped`]) and ends the
+/// process with its exit code.
+fn watch(done: &mpsc::Receiver<()>, start: Instant, args: &CheckArgs) {
+    loop {
+        match done.recv_timeout(POLL) {
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        let over_time = args
+            .timeout
+            .filter(|t| start.elapsed().as_secs_f64() >= *t)
+            .map(|t| ("timeout", t));
+        let over_memory = || {
+            let limit = args.max_memory?;
+            let peak = stats::peak_rss_bytes()?;
+            (peak >= limit.saturating_mul(1024 * 1024)).then_some(("max-memory", limit as f64))
+        };
+        let Some((limit, value)) = over_time.or_else(over_memory) else {
+            continue;
+        };
+        if !claim_output() {
+            // The analysis is over and its result is being written.
+            return;
+        }
+        let code = write_stopped(args, limit, value);
+        std::process::exit(i32::from(code));
+    }
+}
+
+/// Writes the report of a run stopped by `limit` (`timeout` / `max-memory`, `value` in
+/// seconds / MiB) in the requested format, and returns the exit code: 0 for `--svcomp`
+/// (which ends with `SV-COMP result: unknown`), else [`EXIT_STOPPED`].
+fn write_stopped(args: &CheckArgs, limit: &'static str, value: f64) -> u8 {
+    let phases = stats::ended_phases();
+    let stopped = Stopped::new(limit, value, phases.last().map(|p| p.name));
+    let run = RunStats {
+        phases,
+        peak_rss_mib: stats::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0)),
+        ..RunStats::default()
+    };
+    if args.stats {
+        eprint!("{}", run.render());
+    }
+    if args.format != Format::Text {
+        eprintln!("racedar: {}", stopped.reason);
+    }
+    let report = Report::stopped(stopped, run);
+    let mut out = std::io::stdout().lock();
+    let _ = match args.format {
+        Format::Json => writeln!(out, "{}", report.to_json()),
+        Format::Text => write!(out, "{}", text::render(&report)),
+        Format::Sarif => {
+            let root = args
+                .project_root
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("."));
+            writeln!(out, "{}", sarif::render(&report, &root))
+        }
+    };
+    let code = if args.svcomp {
+        let line = svcomp::result_line(Verdict::Unknown);
+        if args.format == Format::Text {
+            let _ = writeln!(out, "{line}");
+        } else {
+            eprintln!("{line}");
+        }
+        0
+    } else {
+        EXIT_STOPPED
+    };
+    let _ = out.flush();
+    code
+}
+
 /// Prints a front-end error (and the preprocessor's output, if any) and returns exit code 2.
 fn report_error(e: &FrontendError) -> ExitCode {
+    if !claim_output() {
+        yield_output();
+    }
     let mut err = std::io::stderr().lock();
     if let Some(detail) = &e.detail {
         let _ = writeln!(err, "{detail}");
@@ -273,7 +400,11 @@ fn check(args: &CheckArgs) -> ExitCode {
     }
     // SV-COMP: the property first, then the analysis; always exit 0.
     if let Some(path) = &args.property {
-        match std::fs::read_to_string(path) {
+        let text = std::fs::read_to_string(path);
+        if !matches!(&text, Ok(t) if svcomp::is_no_data_race(t)) && !claim_output() {
+            yield_output();
+        }
+        match text {
             Ok(text) if svcomp::is_no_data_race(&text) => {}
             Ok(_) => {
                 eprintln!(
@@ -305,11 +436,17 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         let text = match std::fs::read_to_string(path) {
             Ok(t) => t,
             Err(e) => {
+                if !claim_output() {
+                    yield_output();
+                }
                 eprintln!("{name}:1: error: cannot read concurrency model: {e}");
                 return ExitCode::from(2);
             }
         };
         if let Err(e) = model.add_toml(&name, &text) {
+            if !claim_output() {
+                yield_output();
+            }
             eprintln!("{e}");
             return ExitCode::from(2);
         }
@@ -354,6 +491,9 @@ fn check_files(args: &CheckArgs) -> ExitCode {
     let roles = opts.model.classify(&program);
     pipeline::prepare(&mut program, &roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
+    if !claim_output() {
+        yield_output();
+    }
     run.phases.extend(analysis.phases.iter().cloned());
     run.peak_rss_mib = stats::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0));
     if args.stats {
@@ -517,26 +657,37 @@ fn dump_ir(args: &DumpArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Stack size of the worker thread: parsing and lowering recurse over the syntax tree, and
-/// generated code can nest very deeply.
-const STACK_BYTES: usize = 512 << 20;
-
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(gcc_style_args(std::env::args_os()));
+    let start = Instant::now();
+    let cli = Arc::new(Cli::parse_from(gcc_style_args(std::env::args_os())));
     init_logging(cli.verbose);
+    let (done, finished) = mpsc::channel();
+    let worker_cli = Arc::clone(&cli);
     let worker = std::thread::Builder::new()
         .name("racedar".into())
-        .stack_size(STACK_BYTES)
-        .spawn(move || match &cli.command {
-            Command::Check(a) => check(a),
-            Command::DumpIr(a) => dump_ir(a),
+        .stack_size(racedar::stack::STACK_BYTES)
+        .spawn(move || {
+            let code = match &worker_cli.command {
+                Command::Check(a) => check(a),
+                Command::DumpIr(a) => dump_ir(a),
+            };
+            let _ = done.send(());
+            code
         });
-    match worker.map(|h| h.join()) {
-        Ok(Ok(code)) => code,
-        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+    let worker = match worker {
+        Ok(h) => h,
         Err(e) => {
             eprintln!("racedar: error: cannot start the analysis thread: {e}");
-            ExitCode::from(2)
+            return ExitCode::from(2);
         }
+    };
+    if let Command::Check(args) = &cli.command
+        && (args.timeout.is_some() || args.max_memory.is_some())
+    {
+        watch(&finished, start, args);
+    }
+    match worker.join() {
+        Ok(code) => code,
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }

@@ -150,13 +150,8 @@ fn run<'p, B: Backend<'p>>(
     mut phases: Vec<Phase>,
 ) -> Analysis<'p> {
     let mut imprecision = Vec::new();
-    let main = program
-        .functions
-        .iter()
-        .position(|f| f.name == "main" && f.body.is_some() && f.linkage == Linkage::External)
-        .map(|i| FuncId(i as u32));
     let t = Instant::now();
-    let Some(main) = main else {
+    let Some(main) = main_function(program) else {
         imprecision.push(Imprecision {
             reason: "no main function: nothing to start the threads from".into(),
             loc: None,
@@ -165,25 +160,7 @@ fn run<'p, B: Backend<'p>>(
         });
         return empty(program, roles, imprecision, phases, opts.deadlocks);
     };
-    // The thread-modular fixpoint (seed 001 Algorithm 1): rounds of thread analyses until
-    // the backend's results are stable.
-    let mut graph: Option<ThreadGraph> = None;
-    let graph = loop {
-        backend.begin_round(graph.as_ref());
-        let g = ThreadGraph::build(
-            program,
-            roles,
-            &mut backend,
-            main,
-            opts.context_depth,
-            graph.as_ref(),
-        );
-        let stable = backend.end_round(g.threads.len());
-        if stable {
-            break g;
-        }
-        graph = Some(g);
-    };
+    let graph = thread_graph(program, roles, &mut backend, main, opts.context_depth);
     for reason in backend.degradations() {
         imprecision.push(Imprecision {
             reason,
@@ -213,51 +190,18 @@ fn run<'p, B: Backend<'p>>(
     let mut locksets = LocksetResult::compute(program, roles, &backend, &graph);
     phases.push(Phase::new("lockset", t.elapsed()));
     let t = Instant::now();
-    let branch = |ctx: &crate::context::Context| branch_outcome(program, &backend, ctx);
-    let constant = |ctx: &crate::context::Context, e: &crate::ir::Expr| {
-        let r = backend.value(ctx, e);
-        r.lo.filter(|lo| r.hi == Some(*lo))
-    };
-    let oracle = crate::mhp::Oracle {
-        branch: &branch,
-        constant: &constant,
-    };
-    let mhp = MhpResult::compute(
-        program,
-        roles,
-        &graph,
-        &oracle,
-        // The syntactic answers (also those of a degraded value backend) do not depend on
-        // the thread, so threads with equal contexts can share a solution.
-        opts.backend == BackendKind::Syntactic || !backend.degradations().is_empty(),
-    );
-    let thread_facts: Vec<ThreadFacts> = mhp.thread_facts(program, roles, &graph);
+    let (mhp, thread_facts) = active_threads(program, roles, &backend, &graph);
     phases.push(Phase::new("mhp", t.elapsed()));
     let t = Instant::now();
-    let inherited: Vec<Inherited> =
-        locksets.inherited(program, roles, &backend, &graph, &|p, c, n, t| {
-            let at = mhp.at(Point {
-                thread: p,
-                ctx: c,
-                node: n,
-            });
-            crate::mhp::alive_at(&thread_facts, &at, p, t)
-        });
-    let escape = Escape::compute(program, roles);
-    let private = races::private::private_allocations(program, roles, &graph);
-    let slots = races::slots::Slots::compute(program, roles, &graph, &backend, &locksets);
-    let races = races::detect(&races::Inputs {
+    let (races, inherited) = find_races(
         program,
-        backend: &backend,
-        graph: &graph,
-        locksets: &locksets,
-        inherited: &inherited,
-        mhp: &mhp,
-        thread_facts: &thread_facts,
-        escape: &escape,
-        private: &private,
-        slots: &slots,
-    });
+        roles,
+        &backend,
+        &graph,
+        &mut locksets,
+        &mhp,
+        &thread_facts,
+    );
     phases.push(Phase::new("races", t.elapsed()));
     if races.truncated {
         imprecision.push(Imprecision {
@@ -270,31 +214,29 @@ fn run<'p, B: Backend<'p>>(
             blocks_no_race: true,
         });
     }
-    imprecision.extend(features(program, roles, &backend, &graph, &locksets));
+    imprecision.extend(features(
+        program,
+        roles,
+        &backend,
+        &graph,
+        &locksets,
+        &races.accesses,
+    ));
     imprecision.sort();
     imprecision.dedup();
     let deadlocks = opts.deadlocks.then(|| {
         let t = Instant::now();
-        let mut d = crate::deadlocks::detect(
-            &crate::deadlocks::Inputs {
-                program,
-                roles,
-                backend: &backend,
-                graph: &graph,
-                mhp: &mhp,
-                thread_facts: &thread_facts,
-                inherited: &inherited,
-            },
+        let d = find_deadlocks(
+            program,
+            roles,
+            &backend,
+            &graph,
+            (&mhp, &thread_facts, &inherited),
             &mut locksets,
+            // What may order threads without the analysis knowing also casts doubt on
+            // deadlocks.
+            imprecision.iter().any(|i| i.blocks_race),
         );
-        // What may order threads without the analysis knowing also casts doubt on deadlocks.
-        if imprecision.iter().any(|i| i.blocks_race) {
-            crate::deadlocks::demote(
-                program,
-                &mut d,
-                "the program synchronises in ways the analysis does not model",
-            );
-        }
         phases.push(Phase::new("deadlocks", t.elapsed()));
         d
     });
@@ -318,6 +260,142 @@ fn run<'p, B: Backend<'p>>(
         verdict,
         phases,
     }
+}
+
+/// The function threads start from: the defined, externally visible `main`, if any.
+pub fn main_function(program: &Program) -> Option<FuncId> {
+    program
+        .functions
+        .iter()
+        .position(|f| f.name == "main" && f.body.is_some() && f.linkage == Linkage::External)
+        .map(|i| FuncId(i as u32))
+}
+
+/// Phase `threads`: the thread-modular fixpoint (seed 001 Algorithm 1), rounds of thread
+/// analyses from `main` until the backend's results are stable; returns the final
+/// thread-creation graph. The backend then answers queries for it (and reports in
+/// [`Backend::degradations`] whether it gave up precision).
+pub fn thread_graph<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &mut B,
+    main: FuncId,
+    context_depth: usize,
+) -> ThreadGraph {
+    let mut graph: Option<ThreadGraph> = None;
+    loop {
+        backend.begin_round(graph.as_ref());
+        let g = ThreadGraph::build(program, roles, backend, main, context_depth, graph.as_ref());
+        let stable = backend.end_round(g.threads.len());
+        if stable {
+            return g;
+        }
+        graph = Some(g);
+    }
+}
+
+/// Phase `mhp`: the active-threads analysis ([`MhpResult`]) and each thread's creation facts,
+/// with branch and constant questions answered by `backend`.
+pub fn active_threads<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+) -> (MhpResult, Vec<ThreadFacts>) {
+    let branch = |ctx: &crate::context::Context| branch_outcome(program, backend, ctx);
+    let constant = |ctx: &crate::context::Context, e: &crate::ir::Expr| {
+        let r = backend.value(ctx, e);
+        r.lo.filter(|lo| r.hi == Some(*lo))
+    };
+    let oracle = crate::mhp::Oracle {
+        branch: &branch,
+        constant: &constant,
+    };
+    let mhp = MhpResult::compute(
+        program,
+        roles,
+        graph,
+        &oracle,
+        // Threads with equal contexts share a solution when the answers do not depend on
+        // the thread.
+        backend.thread_independent(),
+    );
+    let thread_facts = mhp.thread_facts(program, roles, graph);
+    (mhp, thread_facts)
+}
+
+/// Phase `races`: the locks each thread inherits from its creators (which `locksets`
+/// records), escape, thread-private allocations, per-instance slots and the race search;
+/// returns the races and the inherited locks (deadlock detection needs them too).
+pub fn find_races<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+    locksets: &mut LocksetResult,
+    mhp: &MhpResult,
+    thread_facts: &[ThreadFacts],
+) -> (RaceResult<'p>, Vec<Inherited>) {
+    let inherited: Vec<Inherited> =
+        locksets.inherited(program, roles, backend, graph, &|p, c, n, child| {
+            let at = mhp.at(Point {
+                thread: p,
+                ctx: c,
+                node: n,
+            });
+            crate::mhp::alive_at(thread_facts, &at, p, child)
+        });
+    let escape = Escape::compute(program, roles);
+    let private = races::private::private_allocations(program, roles, graph);
+    let slots = races::slots::Slots::compute(program, roles, graph, backend, locksets);
+    let races = races::detect(&races::Inputs {
+        program,
+        backend,
+        graph,
+        locksets,
+        inherited: &inherited,
+        mhp,
+        thread_facts,
+        escape: &escape,
+        private: &private,
+        slots: &slots,
+    });
+    (races, inherited)
+}
+
+/// Phase `deadlocks`: lock-order cycles and double locks ([`crate::deadlocks`]) from the
+/// active threads, the threads' creation facts and inherited locks (`(mhp, thread_facts,
+/// inherited)`); `doubtful` (the program synchronises in ways the analysis does not model)
+/// demotes every deadlock to `may`.
+pub fn find_deadlocks<'p, B: Backend<'p>>(
+    program: &'p Program,
+    roles: &'p Roles,
+    backend: &B,
+    graph: &ThreadGraph,
+    (mhp, thread_facts, inherited): (&MhpResult, &[ThreadFacts], &[Inherited]),
+    locksets: &mut LocksetResult,
+    doubtful: bool,
+) -> DeadlockResult {
+    let mut d = crate::deadlocks::detect(
+        &crate::deadlocks::Inputs {
+            program,
+            roles,
+            backend,
+            graph,
+            mhp,
+            thread_facts,
+            inherited,
+        },
+        locksets,
+    );
+    if doubtful {
+        crate::deadlocks::demote(
+            program,
+            &mut d,
+            "the program synchronises in ways the analysis does not model",
+        );
+    }
+    d
 }
 
 fn empty<'p>(
@@ -350,10 +428,10 @@ fn empty<'p>(
     }
 }
 
-/// Searches concrete executions for witnesses of the static races (`crate::concrete`),
-/// upgrades the races they confirm to must-races, and returns the witnessed races no static
-/// race explains.
-fn witness_races(
+/// Phase `concrete`: searches concrete executions for witnesses of the static races
+/// (`crate::concrete`), upgrades the races they confirm to must-races, and returns the
+/// witnessed races no static race explains.
+pub fn witness_races(
     program: &Program,
     roles: &Roles,
     races: &mut RaceResult<'_>,
@@ -482,6 +560,7 @@ fn features<'p, B: Backend<'p>>(
     backend: &B,
     graph: &ThreadGraph,
     locksets: &LocksetResult,
+    accesses: &[races::Access<'p>],
 ) -> Vec<Imprecision> {
     let mut out = Vec::new();
     for u in &program.unsupported {
@@ -542,6 +621,22 @@ fn features<'p, B: Backend<'p>>(
                 };
                 match callee {
                     Callee::Direct(f) => {
+                        let unknown = (roles.get(*f).is_none()
+                            && program.function(*f).body.is_none())
+                        .then(|| {
+                            let ctx = tc.context(c, crate::ir::EdgeId(ei as u32));
+                            unknown_call(program, backend, &ctx, accesses, &e.op, *f)
+                        })
+                        .flatten();
+                        if let Some((reason, blocks_race)) = unknown {
+                            out.push(Imprecision {
+                                reason,
+                                loc: Some(e.loc),
+                                blocks_race,
+                                blocks_no_race: true,
+                            });
+                            continue;
+                        }
                         let (reason, blocks_race, blocks_no_race) = match roles.get(*f) {
                             Some(Role::CondWait { .. }) | Some(Role::CondSignal { .. }) => {
                                 ("condition variables order threads", true, false)
@@ -614,6 +709,132 @@ fn features<'p, B: Backend<'p>>(
     out
 }
 
+/// Prefixes of the names of thread-library functions (POSIX threads and semaphores, C11
+/// threads, the SV-COMP primitives): one the concurrency model does not know may synchronise or
+/// start threads in ways the analysis cannot see.
+const THREAD_API_PREFIXES: &[&str] = &[
+    "pthread_",
+    "sem_",
+    "thrd_",
+    "mtx_",
+    "cnd_",
+    "tss_",
+    "__VERIFIER_",
+];
+
+/// Why a call of `f`, a function without body the concurrency model does not know, may hide a
+/// race, and whether it may also order threads (no `race` verdict then): a thread-library
+/// function (it may synchronise or start threads), or a function receiving a pointer to data
+/// the program accesses elsewhere (it may keep the pointer and access the memory later, from
+/// any thread, unseen). `None` when neither: its accesses through the arguments are those of
+/// the call itself ([`crate::backend::accesses`]), callbacks it receives run as threads
+/// ([`crate::threads`]), and memory only it gets to see (a table of callbacks, say) cannot
+/// race with the program's own accesses.
+fn unknown_call<'p, B: Backend<'p>>(
+    program: &Program,
+    backend: &B,
+    ctx: &crate::context::Context,
+    accesses: &[races::Access<'p>],
+    op: &Op,
+    f: FuncId,
+) -> Option<(String, bool)> {
+    let name = &program.function(f).name;
+    if name.starts_with("__builtin_") {
+        // Compiler builtins keep no pointers (the ones that matter are modelled).
+        return None;
+    }
+    if THREAD_API_PREFIXES.iter().any(|p| name.starts_with(p)) {
+        return Some((
+            format!("thread-library function '{name}' is not modelled"),
+            true,
+        ));
+    }
+    let Op::Call { args, .. } = op else {
+        return None;
+    };
+    let types = &program.types;
+    let data_pointer = args.iter().any(|a| {
+        let inner = crate::ir::visit::strip_casts(a);
+        if matches!(
+            inner.kind,
+            crate::ir::ExprKind::Str(_) | crate::ir::ExprKind::Func(_)
+        ) || inner.as_int().is_some()
+        {
+            return false;
+        }
+        types
+            .pointee(a.ty)
+            .or_else(|| types.pointee(inner.ty))
+            .is_some_and(|t| !matches!(types.kind(t), crate::ir::types::TypeKind::Function(_)))
+    });
+    if !data_pointer {
+        return None;
+    }
+    // The objects the arguments point to: harmless when each is known, holds no pointer to
+    // data the callee could follow, and no other statement of the program touches it.
+    let kept_elsewhere = backend
+        .accesses(ctx)
+        .iter()
+        .filter(|m| matches!(m.site, crate::backend::AccessSite::Pointee(_)))
+        .any(|m| match m.target {
+            crate::backend::Target::Typed(_) => true,
+            crate::backend::Target::Addr(addr) => {
+                holds_data_pointer(types, m.ty)
+                    || accesses.iter().any(|x| {
+                        let own = x.func == ctx.fctx.func
+                            && x.edge == ctx.edge
+                            && matches!(x.mem.site, crate::backend::AccessSite::Pointee(_));
+                        !own && match x.mem.target {
+                            crate::backend::Target::Addr(y) => y.base == addr.base,
+                            crate::backend::Target::Typed(_) => true,
+                        }
+                    })
+            }
+        });
+    kept_elsewhere.then(|| {
+        (
+            format!(
+                "unknown function '{name}' receives a pointer: it may keep it and access the \
+                 memory later, unseen"
+            ),
+            false,
+        )
+    })
+}
+
+/// Whether an object of type `ty` may hold a pointer to data (function pointers aside): a
+/// pointer, or a struct, union or array with one inside. `void` and incomplete types may hold
+/// anything.
+fn holds_data_pointer(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId) -> bool {
+    use crate::ir::types::TypeKind;
+    let mut stack = vec![ty];
+    let mut seen = rustc_hash::FxHashSet::default();
+    while let Some(t) = stack.pop() {
+        if !seen.insert(t) {
+            continue;
+        }
+        match types.kind(t) {
+            TypeKind::Void => return true,
+            TypeKind::Pointer(p) => {
+                if !matches!(types.kind(*p), TypeKind::Function(_)) {
+                    return true;
+                }
+            }
+            TypeKind::Array { elem, .. } => stack.push(*elem),
+            TypeKind::Comp(c) => {
+                let info = types.comp(*c);
+                if info.layout.is_none() {
+                    return true;
+                }
+                stack.extend(info.fields.iter().map(|f| f.ty));
+            }
+            TypeKind::Int(_) | TypeKind::Float(_) | TypeKind::Complex(_) => {}
+            TypeKind::Function(_) => {}
+        }
+    }
+    false
+}
+
 /// The first busy-waiting loop of a function: a cycle whose only effects are tests (of shared
 /// memory or through atomic calls), local assignments, and calls without memory effects.
 fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
@@ -632,13 +853,23 @@ fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
             );
         }
     }
-    for scc in petgraph::algo::tarjan_scc(&g) {
-        let nodes: rustc_hash::FxHashSet<usize> = scc.iter().map(|n| n.index()).collect();
-        let inner: Vec<&crate::ir::Edge> = cfg
-            .edges
-            .iter()
-            .filter(|e| nodes.contains(&(e.src.0 as usize)) && nodes.contains(&(e.dst.0 as usize)))
-            .collect();
+    let sccs = petgraph::algo::tarjan_scc(&g);
+    // The edges inside each strongly connected component, found in one pass (scanning every
+    // edge per component takes quadratic time on long functions).
+    let mut scc_of = vec![usize::MAX; cfg.nodes.len()];
+    for (i, scc) in sccs.iter().enumerate() {
+        for n in scc {
+            scc_of[n.index()] = i;
+        }
+    }
+    let mut inner_edges: Vec<Vec<&crate::ir::Edge>> = vec![Vec::new(); sccs.len()];
+    for e in &cfg.edges {
+        let (a, b) = (scc_of[e.src.0 as usize], scc_of[e.dst.0 as usize]);
+        if a == b && a != usize::MAX {
+            inner_edges[a].push(e);
+        }
+    }
+    for inner in inner_edges {
         if inner.is_empty() {
             continue;
         }

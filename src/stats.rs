@@ -8,16 +8,50 @@ use std::time::Duration;
 /// Peak resident set size of this process in bytes (`VmHWM` of `/proc/self/status`); `None`
 /// where that file does not exist (not Linux).
 pub fn peak_rss_bytes() -> Option<u64> {
+    status_bytes("VmHWM:")
+}
+
+/// Current resident set size of this process in bytes (`VmRSS` of `/proc/self/status`);
+/// `None` where that file does not exist (not Linux).
+pub fn current_rss_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// A `kB` field of `/proc/self/status`, in bytes.
+fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: u64 = line
-        .trim_start_matches("VmHWM:")
+        .trim_start_matches(field)
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
     Some(kib * 1024)
+}
+
+/// Phases ended so far in this process (the last [`MAX_RECORDED`]), in order: every
+/// [`Phase::new`] records one, so a run stopped by a resource limit (`racedar check
+/// --timeout`) can say how far it got.
+static ENDED: std::sync::Mutex<Vec<Phase>> = std::sync::Mutex::new(Vec::new());
+
+/// How many ended phases [`ended_phases`] keeps.
+pub const MAX_RECORDED: usize = 64;
+
+/// The phases ended so far in this process, oldest first (at most [`MAX_RECORDED`]; a
+/// process analysing several programs sees theirs one after the other).
+pub fn ended_phases() -> Vec<Phase> {
+    ENDED.lock().map(|v| v.clone()).unwrap_or_default()
+}
+
+fn record(p: &Phase) {
+    if let Ok(mut v) = ENDED.lock() {
+        if v.len() >= MAX_RECORDED {
+            v.remove(0);
+        }
+        v.push(p.clone());
+    }
 }
 
 /// One timed phase.
@@ -33,12 +67,15 @@ pub struct Phase {
 
 impl Phase {
     /// A phase that took `d` and just ended (the process's peak memory is read now).
+    /// The phase is recorded for [`ended_phases`].
     pub fn new(name: &'static str, d: Duration) -> Phase {
-        Phase {
+        let p = Phase {
             name,
             ms: d.as_secs_f64() * 1000.0,
             peak_rss_mib: peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0)),
-        }
+        };
+        record(&p);
+        p
     }
 }
 
@@ -80,7 +117,8 @@ impl RunStats {
     /// Renders the statistics as lines for stderr.
     pub fn render(&self) -> String {
         let mut s = String::new();
-        let total: f64 = self.phases.iter().map(|p| p.ms).sum();
+        // (+ 0.0: an empty sum is -0.0.)
+        let total: f64 = self.phases.iter().map(|p| p.ms).sum::<f64>() + 0.0;
         for p in &self.phases {
             s.push_str(&format!(
                 "racedar: stats: {:<12} {:>9.2} ms\n",
@@ -91,10 +129,12 @@ impl RunStats {
             "racedar: stats: {:<12} {:>9.2} ms\n",
             "total", total
         ));
-        s.push_str(&format!(
-            "racedar: stats: {} unit(s), {} bytes preprocessed, {} functions, {} CFG edges\n",
-            self.units, self.preprocessed_bytes, self.functions, self.edges
-        ));
+        if self.units > 0 {
+            s.push_str(&format!(
+                "racedar: stats: {} unit(s), {} bytes preprocessed, {} functions, {} CFG edges\n",
+                self.units, self.preprocessed_bytes, self.functions, self.edges
+            ));
+        }
         if let Some(m) = self.peak_rss_mib {
             s.push_str(&format!("racedar: stats: peak RSS {m:.1} MiB\n"));
         }

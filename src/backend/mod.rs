@@ -343,4 +343,12 @@ pub trait Backend<'p> {
     fn degradations(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// Whether every answer is the same for all threads (queries' [`Context::thread`] is
+    /// ignored): true of the syntactic backend and of a degraded value backend. The
+    /// per-thread analyses then share one solution among threads with equal function
+    /// contexts. Defaults to false.
+    fn thread_independent(&self) -> bool {
+        false
+    }
 }

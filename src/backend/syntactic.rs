@@ -38,7 +38,7 @@ impl<'p> Syntactic<'p> {
         for f in &program.functions {
             if let Some(cfg) = &f.body {
                 for e in &cfg.edges {
-                    op_exprs(&e.op, &mut |x| walk_expr(x, &mut note));
+                    op_exprs(&e.op, &mut note);
                 }
             }
         }
@@ -321,6 +321,10 @@ fn signature_compatible(types: &TypeTable, a: TypeId, b: TypeId) -> bool {
 
 impl<'p> Backend<'p> for Syntactic<'p> {
     type State = ();
+
+    fn thread_independent(&self) -> bool {
+        true
+    }
 
     fn name(&self) -> &'static str {
         "syntactic"

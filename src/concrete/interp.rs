@@ -810,12 +810,10 @@ impl<'p> Machine<'p> {
                 needed.push(l);
             }
         };
-        crate::ir::visit::op_exprs(op, &mut |e| {
-            crate::ir::visit::walk_expr(e, &mut |x| {
-                if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind {
-                    note(lv);
-                }
-            })
+        crate::ir::visit::op_exprs(op, &mut |x| {
+            if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind {
+                note(lv);
+            }
         });
         match op {
             Op::Assign { lhs, .. } => note(lhs),

@@ -19,6 +19,12 @@ use std::collections::BTreeMap;
 /// Candidates kept per execution.
 const MAX_CANDIDATES: usize = 256;
 
+/// Accesses remembered per object and start offset (one per thread, statement and kind). A
+/// function of thousands of statements touching one variable would otherwise make every access
+/// compare against all the earlier ones (quadratic time); past the bound the oldest entry of
+/// the accessing thread (else the oldest one) is forgotten, which can only lose candidates.
+const MAX_ENTRIES_PER_OFFSET: usize = 64;
+
 /// A vector clock: one logical time per thread.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Vc(Vec<u32>);
@@ -200,17 +206,33 @@ impl Detector {
                 e.step = step as u32;
                 e.access = *a;
             }
-            None => list.push(Entry {
-                tid: t as u32,
-                func: a.func,
-                edge: a.edge,
-                write: a.write,
-                atomic: a.atomic,
-                hi: a.hi,
-                clock,
-                step: step as u32,
-                access: *a,
-            }),
+            None => {
+                let entry = Entry {
+                    tid: t as u32,
+                    func: a.func,
+                    edge: a.edge,
+                    write: a.write,
+                    atomic: a.atomic,
+                    hi: a.hi,
+                    clock,
+                    step: step as u32,
+                    access: *a,
+                };
+                if list.len() < MAX_ENTRIES_PER_OFFSET {
+                    list.push(entry);
+                } else {
+                    let oldest = |own: bool| {
+                        list.iter()
+                            .enumerate()
+                            .filter(|(_, e)| !own || e.tid as usize == t)
+                            .min_by_key(|(_, e)| e.step)
+                            .map(|(i, _)| i)
+                    };
+                    if let Some(i) = oldest(true).or_else(|| oldest(false)) {
+                        list[i] = entry;
+                    }
+                }
+            }
         }
     }
 }
@@ -253,6 +275,36 @@ mod tests {
         d.observe(1, 2, &step(acc(false, 2), vec![]));
         assert_eq!(d.candidates.len(), 1);
         assert_eq!(d.candidates[0].first_step, 1);
+    }
+
+    #[test]
+    fn many_statements_on_one_object_stay_bounded() {
+        let mut d = Detector::default();
+        d.observe(
+            0,
+            0,
+            &StepOut {
+                accesses: vec![],
+                events: vec![Event::Create(1)],
+            },
+        );
+        for i in 0..5000 {
+            d.observe(0, i + 1, &step(acc(true, i as u32 + 1), vec![]));
+        }
+        let entries: usize = d
+            .log
+            .values()
+            .flat_map(|l| l.by_lo.values())
+            .map(|l| l.len())
+            .sum();
+        assert_eq!(entries, MAX_ENTRIES_PER_OFFSET);
+        d.observe(1, 6000, &step(acc(false, 9000), vec![]));
+        assert_eq!(d.candidates.len(), MAX_ENTRIES_PER_OFFSET);
+        assert!(
+            d.candidates
+                .iter()
+                .all(|c| c.first_step > 5000 - MAX_ENTRIES_PER_OFFSET)
+        );
     }
 
     #[test]

@@ -865,12 +865,28 @@ impl LockOrderResult {
         let mut acquisitions = Vec::with_capacity(graph.contexts.len());
         let mut complete = Vec::with_capacity(graph.contexts.len());
         let mut spent = 0u64;
-        for tc in &graph.contexts {
+        let share = backend.thread_independent();
+        // Threads solved so far, by index (for sharing).
+        let mut solved: Vec<usize> = Vec::new();
+        for (i, tc) in graph.contexts.iter().enumerate() {
             if !needed(tc.thread) {
                 acquisitions.push(Vec::new());
                 complete.push(true);
                 continue;
             }
+            // Threads with the same function contexts get the same answers: one solution.
+            if share
+                && let Some(&j) = solved.iter().find(|&&j| {
+                    let o = &graph.contexts[j];
+                    o.entry == tc.entry && o.ctxs == tc.ctxs && o.calls == tc.calls
+                })
+            {
+                let same: Vec<Acquisition> = acquisitions[j].clone();
+                acquisitions.push(same);
+                complete.push(complete[j]);
+                continue;
+            }
+            solved.push(i);
             let mut a = LockOrder {
                 program,
                 roles,

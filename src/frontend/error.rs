@@ -57,16 +57,29 @@ impl FrontendError {
 
 impl fmt::Display for FrontendError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // One line whatever the message holds (file names and messages may quote input).
+        let one_line = |s: &str| s.replace('\n', "\\n").replace('\r', "\\r");
+        let (file, message) = (one_line(&self.file), one_line(&self.message));
         if self.col > 0 {
-            write!(
-                f,
-                "{}:{}:{}: error: {}",
-                self.file, self.line, self.col, self.message
-            )
+            write!(f, "{}:{}:{}: error: {}", file, self.line, self.col, message)
         } else {
-            write!(f, "{}:{}: error: {}", self.file, self.line, self.message)
+            write!(f, "{}:{}: error: {}", file, self.line, message)
         }
     }
 }
 
 impl std::error::Error for FrontendError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_print_on_one_line() {
+        let mut e = FrontendError::file(ErrorKind::Syntax, "a\nb.c", "expected '\n' or '\r'");
+        e.col = 3;
+        let shown = e.to_string();
+        assert_eq!(shown.lines().count(), 1, "{shown}");
+        assert!(shown.starts_with("a\\nb.c:1:3: error: "), "{shown}");
+    }
+}

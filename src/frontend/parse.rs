@@ -15,6 +15,68 @@ use lang_c::driver::{Config, Flavor};
 /// Bound on implicit-`int` insertions per translation unit (each costs one re-parse).
 pub const MAX_IMPLICIT_INT_FIXES: usize = 64;
 
+/// Deepest nesting of parentheses and square brackets accepted (clang's default
+/// `-fbracket-depth` too; C11 §5.2.4.1 asks for 63). lang-c's parser takes time and memory
+/// quadratic in this depth (`f(f(f(...)))`, nested compound literals or statement
+/// expressions: minutes and gigabytes at a few thousand levels), so deeper input is rejected
+/// with an error instead. Braces (blocks, initialisers) are not limited.
+pub const MAX_BRACKET_DEPTH: usize = 256;
+
+/// The byte offset of the first `(` or `[` of `text` nested deeper than
+/// [`MAX_BRACKET_DEPTH`], outside string and character literals, comments and directive
+/// lines.
+fn too_deep(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        match c {
+            b'"' | b'\'' => {
+                i += 1;
+                while i < b.len() && b[i] != c && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'#' if line_start => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+                continue;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'(' | b'[' => {
+                depth += 1;
+                if depth > MAX_BRACKET_DEPTH {
+                    return Some(i);
+                }
+            }
+            b')' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if c == b'\n' {
+            line_start = true;
+        } else if !c.is_ascii_whitespace() {
+            line_start = false;
+        }
+        i += 1;
+    }
+    None
+}
+
 /// A parsed translation unit with what is needed to map its spans back to source.
 pub struct ParsedUnit {
     /// The AST; spans are byte offsets into `text`.
@@ -122,6 +184,21 @@ pub fn parse(
         cpp_options: Vec::new(),
         flavor: Flavor::GnuC11,
     };
+    if let Some(offset) = too_deep(&rw.text) {
+        let source_map = SourceMap::new(rw.original(), main_file, files, rw.map.clone());
+        let loc = source_map.loc(offset);
+        return Err(FrontendError {
+            kind: ErrorKind::Syntax,
+            file: files.names[loc.file.0 as usize].clone(),
+            line: loc.line,
+            col: loc.col,
+            message: format!(
+                "parentheses and brackets nested deeper than {MAX_BRACKET_DEPTH} levels are not \
+                 supported"
+            ),
+            detail: None,
+        });
+    }
     let mut fixes = 0;
     loop {
         // lang-c takes the text by value; keep ours for the retry.
@@ -151,7 +228,7 @@ pub fn parse(
                 let expected: Vec<String> = expected
                     .iter()
                     .filter(|s| !s.is_empty())
-                    .map(|s| format!("'{s}'"))
+                    .map(|s| format!("'{}'", s.escape_default()))
                     .collect();
                 let message = if expected.is_empty() || expected.len() > 8 {
                     format!("syntax error at {found}")
@@ -203,6 +280,26 @@ mod tests {
             &mut files,
         );
         assert!(p.is_ok());
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_at_its_line() {
+        let mut files = FileTable::default();
+        let deep = format!(
+            "# 3 \"t.c\"\nchar *s = \"((((\";\nint x = {}1{};\n",
+            "f(".repeat(MAX_BRACKET_DEPTH + 1),
+            ")".repeat(MAX_BRACKET_DEPTH + 1)
+        );
+        let err = parse("t.c", deep, &mut files).err().unwrap();
+        assert_eq!(err.kind, ErrorKind::Syntax);
+        assert_eq!((err.file.as_str(), err.line), ("t.c", 4));
+        assert!(err.message.contains("nested deeper"), "{}", err.message);
+        let ok = format!(
+            "int f(int);\nint x = {}1{};\n",
+            "f(".repeat(MAX_BRACKET_DEPTH),
+            ")".repeat(MAX_BRACKET_DEPTH)
+        );
+        assert!(parse("t.c", ok, &mut files).is_ok());
     }
 
     #[test]

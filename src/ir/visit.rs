@@ -41,9 +41,11 @@ pub fn walk_lval<'a>(lv: &'a Lval, f: &mut dyn FnMut(&'a Expr)) {
     }
 }
 
-/// Calls `f` on every top-level expression of an instruction (right-hand sides, arguments,
-/// conditions, returned values, the callee of an indirect call) and on the expressions inside
-/// its written lvalues. Sub-expressions are reached with [`walk_expr`].
+/// Calls `f` on every expression of an instruction: its top-level expressions (right-hand
+/// sides, arguments, conditions, returned values, the callee of an indirect call), the
+/// expressions inside its written lvalues, and every sub-expression of those (each once,
+/// through [`walk_expr`]; walking them again from `f` would take quadratic time on deeply
+/// nested expressions).
 pub fn op_exprs<'a>(op: &'a Op, f: &mut dyn FnMut(&'a Expr)) {
     match op {
         Op::Skip | Op::Return(None) => {}
@@ -123,7 +125,13 @@ pub fn lval_mentions_local(lv: &Lval, l: super::LocalId) -> bool {
         return true;
     }
     let mut found = false;
-    walk_lval(lv, &mut |e| found |= expr_mentions_local(e, l));
+    walk_lval(lv, &mut |x| {
+        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &x.kind
+            && lv.host == Host::Var(super::expr::Var::Local(l))
+        {
+            found = true;
+        }
+    });
     found
 }
 

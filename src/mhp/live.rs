@@ -39,15 +39,13 @@ impl Liveness {
             .iter()
             .map(|e| {
                 let mut reads = Vec::new();
-                crate::ir::visit::op_exprs(&e.op, &mut |x| {
-                    crate::ir::visit::walk_expr(x, &mut |y| {
-                        if let crate::ir::ExprKind::Load(lv) = &y.kind
-                            && let Host::Var(Var::Local(l)) = lv.host
-                            && tracked.contains(&l)
-                        {
-                            reads.push(l);
-                        }
-                    })
+                crate::ir::visit::op_exprs(&e.op, &mut |y| {
+                    if let crate::ir::ExprKind::Load(lv) = &y.kind
+                        && let Host::Var(Var::Local(l)) = lv.host
+                        && tracked.contains(&l)
+                    {
+                        reads.push(l);
+                    }
                 });
                 let def = match &e.op {
                     Op::Assign { lhs, .. } => whole(lhs),

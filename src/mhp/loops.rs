@@ -13,7 +13,7 @@
 use crate::ir::types::CompId;
 use crate::ir::visit::{
     expr_mentions_local, local_of, lval_mentions_local, op_exprs, strip_casts, walk_cfg_addr_taken,
-    walk_expr, whole_local,
+    whole_local,
 };
 use crate::ir::{
     BinOp, Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, Host, LocalId, Lval, NodeId, Op, Program,
@@ -415,12 +415,10 @@ fn mentioned(op: &Op) -> FxHashSet<LocalId> {
         Op::Asm { outputs, .. } => outputs.iter().for_each(&mut host),
         _ => {}
     }
-    op_exprs(op, &mut |x| {
-        walk_expr(x, &mut |y| {
-            if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &y.kind {
-                host(lv);
-            }
-        })
+    op_exprs(op, &mut |y| {
+        if let ExprKind::Load(lv) | ExprKind::AddrOf(lv) = &y.kind {
+            host(lv);
+        }
     });
     out
 }

@@ -175,18 +175,17 @@ impl IdKeys {
                     }
                     _ => {}
                 }
-                let mut note = |x: &Expr| {
-                    crate::ir::visit::walk_expr(x, &mut |y| {
-                        if let ExprKind::AddrOf(lv) = &y.kind
-                            && let Host::Var(v) = lv.host
-                        {
-                            let owner = matches!(v, Var::Local(_)).then_some(func);
-                            escaped.insert((owner, v));
-                        }
-                    })
+                // Called once per sub-expression (by the walks below).
+                let mut note = |y: &Expr| {
+                    if let ExprKind::AddrOf(lv) = &y.kind
+                        && let Host::Var(v) = lv.host
+                    {
+                        let owner = matches!(v, Var::Local(_)).then_some(func);
+                        escaped.insert((owner, v));
+                    }
                 };
                 if exempt.is_empty() {
-                    crate::ir::visit::op_exprs(&e.op, &mut |x| note(x));
+                    crate::ir::visit::op_exprs(&e.op, &mut note);
                     continue;
                 }
                 let mut tops: SmallVec<[&Expr; 4]> = SmallVec::new();
@@ -194,23 +193,23 @@ impl IdKeys {
                     Op::Call { args, dest, .. } => {
                         tops.extend(args.iter());
                         if let Some(d) = dest {
-                            crate::ir::visit::walk_lval(d, &mut |x| note(x));
+                            crate::ir::visit::walk_lval(d, &mut note);
                         }
                     }
                     Op::Assign { lhs, rhs } => {
                         tops.push(rhs);
-                        crate::ir::visit::walk_lval(lhs, &mut |x| note(x));
+                        crate::ir::visit::walk_lval(lhs, &mut note);
                     }
                     _ => {}
                 }
                 for a in tops {
                     if !exempt.iter().any(|x| std::ptr::eq(*x, a)) {
-                        note(a);
+                        crate::ir::visit::walk_expr(a, &mut note);
                     } else if let ExprKind::AddrOf(lv) = &strip_casts(a).kind {
                         // Inside an exempt pointer, only its index expressions count.
-                        crate::ir::visit::walk_lval(lv, &mut |x| note(x));
+                        crate::ir::visit::walk_lval(lv, &mut note);
                     } else {
-                        note(a);
+                        crate::ir::visit::walk_expr(a, &mut note);
                     }
                 }
             }
@@ -526,14 +525,12 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             }
             _ => {}
         }
-        crate::ir::visit::op_exprs(&e.op, &mut |x| {
-            crate::ir::visit::walk_expr(x, &mut |y| {
-                if let ExprKind::AddrOf(lv) = &y.kind
-                    && let Host::Var(Var::Local(l)) = lv.host
-                {
-                    addr_taken.insert(l);
-                }
-            })
+        crate::ir::visit::op_exprs(&e.op, &mut |y| {
+            if let ExprKind::AddrOf(lv) = &y.kind
+                && let Host::Var(Var::Local(l)) = lv.host
+            {
+                addr_taken.insert(l);
+            }
         });
     }
     // A variable never written holds one indeterminate value throughout (`int x; if (x) ..;

@@ -58,10 +58,10 @@ pub struct Access<'p> {
     pub mem: MemAccess<'p>,
     /// Source location of the statement.
     pub loc: Loc,
-    /// Locks held.
-    pub locks: LocksAt,
-    /// Active threads.
-    pub active: ActiveAt,
+    /// Locks held (shared by the accesses with equal locksets).
+    pub locks: std::sync::Arc<LocksAt>,
+    /// Active threads (shared by the accesses with equal summaries).
+    pub active: std::sync::Arc<ActiveAt>,
     /// Instance locks: (struct, lock offset) such that the access touches an instance of the
     /// struct whose lock at that offset is held ([`crate::lockset::SymLock`]).
     pub inst_locks: SmallVec<[InstLock; 1]>,
@@ -208,8 +208,8 @@ struct Signature {
     direct: bool,
     target: Target,
     class: TypeClass,
-    locks: LocksAt,
-    active: ActiveAt,
+    locks: std::sync::Arc<LocksAt>,
+    active: std::sync::Arc<ActiveAt>,
     inst_locks: SmallVec<[InstLock; 1]>,
     /// For an access through an unresolved pointer to a member (`p->f`, `p->a[i]`), the struct
     /// and the bytes of it the member occupies ([`member_range`]).
@@ -389,13 +389,15 @@ fn detect_on<'p, B: Backend<'p>>(
         }
         for (x, &i) in ks.iter().enumerate() {
             let key = LocKey::Base(*base, range_of(&sigs[i].0));
+            let g = by_loc.entry(key).or_default();
+            let mut i_must = g.must.contains(&i);
             for &j in &ks[x..] {
-                let g = by_loc.entry(key).or_default();
-                if g.must.contains(&i) && g.must.contains(&j) {
+                if i_must && g.must.contains(&j) {
                     continue; // nothing new to learn
                 }
                 if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
                     g.add(i, j, conf, reasons);
+                    i_must = g.must.contains(&i);
                 }
             }
         }
@@ -410,13 +412,33 @@ fn detect_on<'p, B: Backend<'p>>(
             .filter(|(b, _)| inp.escape.escaped(b))
             .flat_map(|(_, ks)| ks.iter().copied())
             .collect();
+        // Candidates in checking order: the typed signatures, then the escaped ones; per
+        // class of the first access, the positions of the candidates of compatible classes
+        // (computed once per class pair instead of once per signature pair).
+        let cands: Vec<usize> = typed.iter().chain(&escaped).copied().collect();
+        let mut classes: Vec<TypeClass> = cands.iter().map(|&k| sigs[k].0.class).collect();
+        classes.sort();
+        classes.dedup();
+        let class_pos = |c: TypeClass| classes.binary_search(&c).unwrap_or(0);
+        let cand_class: Vec<usize> = cands.iter().map(|&k| class_pos(sigs[k].0.class)).collect();
+        let mut compatible_with: FxHashMap<TypeClass, Vec<u32>> = FxHashMap::default();
         for (x, &i) in typed.iter().enumerate() {
             let ci = sigs[i].0.class;
             let key = LocKey::Typed(ci);
-            for &j in typed[x..].iter().chain(&escaped) {
-                if !contents.compatible(ci, sigs[j].0.class) {
-                    continue;
-                }
+            let positions = compatible_with.entry(ci).or_insert_with(|| {
+                let ok: Vec<bool> = classes
+                    .iter()
+                    .map(|&c| contents.compatible(ci, c))
+                    .collect();
+                (0..cands.len() as u32)
+                    .filter(|&p| ok[cand_class[p as usize]])
+                    .collect()
+            });
+            let g = by_loc.entry(key).or_default();
+            let mut i_may = g.may.contains(&i);
+            let from = positions.partition_point(|&p| (p as usize) < x);
+            for &p in &positions[from..] {
+                let j = cands[p as usize];
                 // Members at disjoint bytes of one struct type.
                 if let (Some((ca, ra)), Some((cb, rb))) = (sigs[i].0.member, sigs[j].0.member)
                     && ca == cb
@@ -424,13 +446,13 @@ fn detect_on<'p, B: Backend<'p>>(
                 {
                     continue;
                 }
-                let g = by_loc.entry(key).or_default();
                 // Races through unresolved pointers are may-races: participation is all.
-                if g.may.contains(&i) && g.may.contains(&j) {
+                if i_may && g.may.contains(&j) {
                     continue;
                 }
                 if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
                     g.add(i, j, conf, reasons);
+                    i_may = g.may.contains(&i);
                 }
             }
         }
@@ -861,8 +883,8 @@ type AccessKey = (
     Target,
     AccessKind,
     bool,
-    LocksAt,
-    ActiveAt,
+    u32,
+    u32,
     Option<slots::SlotKey>,
     SiteKey,
     SmallVec<[InstLock; 1]>,
@@ -891,11 +913,30 @@ fn site_key(mem: &MemAccess<'_>) -> SiteKey {
     (tag, site, mem.precise, mem.region, mem.unpublished)
 }
 
+/// Dense ids of distinct values (locksets and active-thread summaries repeat across many
+/// accesses: keys of ids keep the deduplication table small).
+struct Interner<T>(FxHashMap<std::sync::Arc<T>, u32>);
+
+impl<T: std::hash::Hash + Eq> Interner<T> {
+    /// The id of `x` and its shared copy.
+    fn intern(&mut self, x: T) -> (u32, std::sync::Arc<T>) {
+        if let Some((k, &i)) = self.0.get_key_value(&x) {
+            return (i, std::sync::Arc::clone(k));
+        }
+        let i = self.0.len() as u32;
+        let k = std::sync::Arc::new(x);
+        self.0.insert(std::sync::Arc::clone(&k), i);
+        (i, k)
+    }
+}
+
 /// Collects the accesses of every reachable statement of every thread context.
 fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
     let program = inp.program;
     let mut out = Vec::new();
     let mut seen: FxHashSet<AccessKey> = FxHashSet::default();
+    let mut lock_ids: Interner<LocksAt> = Interner(FxHashMap::default());
+    let mut active_ids: Interner<ActiveAt> = Interner(FxHashMap::default());
     for tc in &inp.graph.contexts {
         let thread = tc.thread;
         for c in tc.ids() {
@@ -926,6 +967,8 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         ctx: c,
                         node,
                     });
+                    let (lock_id, locks) = lock_ids.intern(locks);
+                    let (active_id, active) = active_ids.intern(active);
                     let slot = inp.slots.key(program, inp.backend, tc, c, edge, &mem);
                     let inst_locks = instance_locks(inp, tc, c, edge, &mem, &locks);
                     let key = (
@@ -935,8 +978,8 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                         mem.target,
                         mem.kind,
                         mem.atomic,
-                        locks.clone(),
-                        active.clone(),
+                        lock_id,
+                        active_id,
                         slot,
                         site_key(&mem),
                         inst_locks.clone(),
@@ -1276,7 +1319,7 @@ fn group(
             }
         }
     }
-    races.sort_by_key(|r| {
+    races.sort_by_cached_key(|r| {
         (
             r.confidence,
             r.accesses.iter().map(|&i| accesses[i].loc).min(),

@@ -1143,17 +1143,27 @@ fn rel_value(
     }
 }
 
-/// Whether an expression reads global `g`.
-fn reads_global(e: &Expr, g: GlobalId) -> bool {
-    let mut found = false;
+/// The globals an expression reads, each once, in order of first read.
+fn globals_read(e: &Expr) -> smallvec::SmallVec<[GlobalId; 2]> {
+    let mut found = smallvec::SmallVec::new();
     walk_expr(e, &mut |x| {
         if let ExprKind::Load(lv) = &x.kind
-            && lv.host == Host::Var(Var::Global(g))
+            && let Host::Var(Var::Global(g)) = lv.host
+            && !found.contains(&g)
         {
-            found = true;
+            found.push(g);
         }
     });
     found
+}
+
+/// Where a candidate ticket counter is written and read (program order).
+#[derive(Default)]
+struct CounterUses {
+    /// Edges writing the counter.
+    writes: Vec<(FuncId, EdgeId)>,
+    /// Assignments whose right-hand side reads the counter.
+    reads: Vec<(FuncId, EdgeId)>,
 }
 
 /// The ticket holders of a program (see the module documentation).
@@ -1214,36 +1224,53 @@ fn ticket_holders(
         }
     }
     let main = graph.threads.first().map(|t| t.entry);
-    for (g, bits) in candidates {
-        if taken_globals.contains(&g) {
-            continue;
-        }
-        let mut facts = TicketFacts::default();
-        let mut writes: Vec<(FuncId, EdgeId)> = Vec::new();
-        for (fi, f) in program.functions.iter().enumerate() {
-            let func = FuncId(fi as u32);
-            let Some(cfg) = &f.body else { continue };
-            let mut taken: Option<FxHashSet<LocalId>> = None;
-            for (i, e) in cfg.edges.iter().enumerate() {
-                let id = EdgeId(i as u32);
-                let writes_g = match &e.op {
-                    Op::Assign { lhs, .. } => lhs.host == Host::Var(Var::Global(g)),
-                    Op::Call { dest: Some(d), .. } => d.host == Host::Var(Var::Global(g)),
-                    Op::Asm { outputs, .. } => {
-                        outputs.iter().any(|o| o.host == Host::Var(Var::Global(g)))
-                    }
-                    _ => false,
-                };
-                if writes_g {
-                    writes.push((func, id));
-                }
-                if let Op::Assign { rhs, .. } = &e.op
-                    && reads_global(rhs, g)
+    candidates.retain(|(g, _)| !taken_globals.contains(g));
+    // One pass over the program: per candidate, the edges writing it and the assignments
+    // reading it, in program order (function, then edge).
+    let is_candidate: FxHashSet<GlobalId> = candidates.iter().map(|c| c.0).collect();
+    let mut uses: FxHashMap<GlobalId, CounterUses> = FxHashMap::default();
+    for (fi, f) in program.functions.iter().enumerate() {
+        let func = FuncId(fi as u32);
+        let Some(cfg) = &f.body else { continue };
+        for (i, e) in cfg.edges.iter().enumerate() {
+            let id = EdgeId(i as u32);
+            let mut written: smallvec::SmallVec<[GlobalId; 1]> = smallvec::SmallVec::new();
+            let mut write = |host: &Host| {
+                if let Host::Var(Var::Global(g)) = *host
+                    && is_candidate.contains(&g)
+                    && !written.contains(&g)
                 {
-                    let taken = taken.get_or_insert_with(|| addr_taken(cfg));
-                    walk_segment(types, cfg, func, (g, bits), id, taken, &mut facts);
+                    written.push(g);
+                }
+            };
+            match &e.op {
+                Op::Assign { lhs, .. } => write(&lhs.host),
+                Op::Call { dest: Some(d), .. } => write(&d.host),
+                Op::Asm { outputs, .. } => outputs.iter().for_each(|o| write(&o.host)),
+                _ => {}
+            }
+            for g in written {
+                uses.entry(g).or_default().writes.push((func, id));
+            }
+            if let Op::Assign { rhs, .. } = &e.op {
+                for g in globals_read(rhs) {
+                    if is_candidate.contains(&g) {
+                        uses.entry(g).or_default().reads.push((func, id));
+                    }
                 }
             }
+        }
+    }
+    let mut taken_locals: FxHashMap<FuncId, FxHashSet<LocalId>> = FxHashMap::default();
+    for (g, bits) in candidates {
+        let mut facts = TicketFacts::default();
+        let CounterUses { writes, reads } = uses.remove(&g).unwrap_or_default();
+        for (func, id) in reads {
+            let Some(cfg) = &program.function(func).body else {
+                continue;
+            };
+            let taken = taken_locals.entry(func).or_insert_with(|| addr_taken(cfg));
+            walk_segment(types, cfg, func, (g, bits), id, taken, &mut facts);
         }
         if facts.defs.is_empty() {
             continue;

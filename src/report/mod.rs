@@ -194,8 +194,46 @@ pub struct Report {
     pub deadlocks_truncated: bool,
     /// Reasons the verdict is not definite, sorted.
     pub imprecision: Vec<String>,
+    /// Set when a resource limit stopped the analysis (`--timeout`, `--max-memory`): the
+    /// verdict is then `unknown` and nothing was searched for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
     /// Timings and counts.
     pub stats: RunStats,
+}
+
+/// Why a run was stopped before its end (README, "Resource limits").
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Stopped {
+    /// The limit reached: `timeout` or `max-memory`.
+    pub limit: &'static str,
+    /// The limit's value, in its option's unit: seconds for `timeout`, MiB for `max-memory`.
+    pub value: f64,
+    /// The last phase that ended before the stop (`None`: in the front end's first phase).
+    pub after_phase: Option<&'static str>,
+    /// The whole reason as one sentence (also the first `imprecision` entry).
+    pub reason: String,
+}
+
+impl Stopped {
+    /// A stop by `limit` (`timeout` in seconds or `max-memory` in MiB, `value` in that unit)
+    /// after the phase `after_phase`.
+    pub fn new(limit: &'static str, value: f64, after_phase: Option<&'static str>) -> Stopped {
+        let what = match limit {
+            "timeout" => format!("the time limit of {value} s (--timeout) was reached"),
+            _ => format!("the memory limit of {value} MiB (--max-memory) was reached"),
+        };
+        let when = match after_phase {
+            Some(p) => format!("after phase '{p}'"),
+            None => "during the front end".to_string(),
+        };
+        Stopped {
+            limit,
+            value,
+            after_phase,
+            reason: format!("analysis stopped: {what} {when}; races and deadlocks not searched"),
+        }
+    }
 }
 
 impl Report {
@@ -256,6 +294,21 @@ impl Report {
             deadlocks,
             deadlocks_truncated: a.deadlocks.as_ref().is_some_and(|d| d.truncated),
             imprecision,
+            stopped: None,
+            stats,
+        }
+    }
+
+    /// The report of a run a resource limit stopped: verdict `unknown`, no race, no
+    /// `deadlocks` key (deadlocks were not searched), the reason as the only imprecision.
+    pub fn stopped(stopped: Stopped, stats: RunStats) -> Report {
+        Report {
+            verdict: Verdict::Unknown,
+            races: Vec::new(),
+            deadlocks: None,
+            deadlocks_truncated: false,
+            imprecision: vec![stopped.reason.clone()],
+            stopped: Some(stopped),
             stats,
         }
     }

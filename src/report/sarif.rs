@@ -13,9 +13,10 @@
 
 use super::{AccessReport, DeadlockReport, RaceReport, Report, Site, StepReport};
 use serde_sarif::sarif::{
-    ArtifactLocation, CodeFlow, Location, Message, MultiformatMessageString, PhysicalLocation,
-    PropertyBag, Region, ReportingConfiguration, ReportingDescriptor, Result as SarifResult,
-    ResultLevel, Run, Sarif, Suppression, ThreadFlow, ThreadFlowLocation, Tool, ToolComponent,
+    ArtifactLocation, CodeFlow, Invocation, Location, Message, MultiformatMessageString,
+    Notification, PhysicalLocation, PropertyBag, Region, ReportingConfiguration,
+    ReportingDescriptor, ReportingDescriptorReference, Result as SarifResult, ResultLevel, Run,
+    Sarif, Suppression, ThreadFlow, ThreadFlowLocation, Tool, ToolComponent,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -520,12 +521,30 @@ pub fn render(report: &Report, root: &Path) -> String {
             .uri(format!("file://{}/", uri_path(&root).trim_end_matches('/')))
             .build(),
     );
-    let run = Run::builder()
+    let mut run = Run::builder()
         .tool(Tool::builder().driver(driver).build())
         .results(results)
         .original_uri_base_ids(bases)
         .column_kind(serde_json::json!("utf16CodeUnits"))
         .build();
+    if let Some(stopped) = &report.stopped {
+        // A run a resource limit stopped did not complete: say so where SARIF viewers look.
+        let note = Notification::builder()
+            .level(serde_json::json!("error"))
+            .message(Message::builder().text(stopped.reason.clone()).build())
+            .descriptor(
+                ReportingDescriptorReference::builder()
+                    .id(format!("racedar/{}", stopped.limit))
+                    .build(),
+            )
+            .build();
+        run.invocations = Some(vec![
+            Invocation::builder()
+                .execution_successful(false)
+                .tool_execution_notifications(vec![note])
+                .build(),
+        ]);
+    }
     let log = Sarif::builder()
         .schema("https://json.schemastore.org/sarif-2.1.0.json")
         .version(serde_json::json!("2.1.0"))

@@ -116,6 +116,10 @@ pub fn render(report: &Report) -> String {
     } else {
         String::new()
     };
+    if let Some(stopped) = &report.stopped {
+        let _ = writeln!(out, "racedar: unknown: {}", stopped.reason);
+        return out;
+    }
     let _ = writeln!(
         out,
         "racedar: {verdict}: {must} must-race(s), {may} may-race(s){hidden}"

@@ -158,6 +158,10 @@ fn context_multiplicity(
 ) -> Vec<Mult> {
     let mut mult = vec![0u8; tc.ctxs.len()];
     let mut incoming: FxHashMap<FnCtxId, FxHashMap<(FnCtxId, EdgeId), Mult>> = FxHashMap::default();
+    // Per context, the exact sum of its incoming contributions (their saturating sum is its
+    // multiplicity): kept up to date instead of summed again at every update, which was
+    // quadratic in the number of callers.
+    let mut sums = vec![0u64; tc.ctxs.len()];
     // Outgoing calls per context.
     let mut out: FxHashMap<FnCtxId, Vec<(EdgeId, FnCtxId)>> = FxHashMap::default();
     for ((c, e), targets) in &tc.calls {
@@ -178,8 +182,12 @@ fn context_multiplicity(
             let in_loop = loops.edge_in_loop(program, func, e);
             let contribution = if in_loop { mult_add(m, m) } else { m };
             let inc = incoming.entry(t).or_default();
-            inc.insert((c, e), contribution);
-            let total = inc.values().fold(0, |a, &b| mult_add(a, b));
+            let old = inc.insert((c, e), contribution).unwrap_or(0);
+            let Some(sum) = sums.get_mut(t.0 as usize) else {
+                continue;
+            };
+            *sum = (*sum + u64::from(contribution)).saturating_sub(u64::from(old));
+            let total = (*sum).min(2) as Mult;
             if total > mult[t.0 as usize] {
                 mult[t.0 as usize] = total;
                 work.push(t);

@@ -36,12 +36,24 @@ use racedar_domains::{Bool3, Interval, interval};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::rc::Rc;
 
-/// Node visits per thread analysis before the backend degrades.
+/// Node visits per thread analysis before the backend degrades (at least; see
+/// [`VISITS_PER_EDGE`]).
 pub const VISIT_BUDGET: u64 = 30_000;
 
 /// Work (node visits plus object joins) over all thread analyses of all rounds before the
-/// backend degrades.
+/// backend degrades (at least; see [`TOTAL_PER_EDGE`]).
 pub const TOTAL_BUDGET: u64 = 2_000_000;
+
+/// Per-thread visits allowed per CFG edge of the program: a thread's analysis visits each
+/// node of the contexts it reaches a few times, so a budget fixed in absolute terms would
+/// degrade every program past some size (and the syntactic fallback resolves function
+/// pointers to every address-taken function, quadratic in size). The budget is
+/// `max(VISIT_BUDGET, VISITS_PER_EDGE × edges)`.
+pub const VISITS_PER_EDGE: u64 = 4;
+
+/// Total work allowed per CFG edge of the program: the total budget is
+/// `max(TOTAL_BUDGET, TOTAL_PER_EDGE × edges)`.
+pub const TOTAL_PER_EDGE: u64 = 60;
 
 /// Programs with more CFG edges than this are analysed without call-string contexts (their
 /// cost grows with contexts × rounds; seed 001 §8 reports the same trade-off for EVA).
@@ -60,6 +72,8 @@ pub struct ValueBackend<'p> {
     syntactic: Syntactic<'p>,
     depth: usize,
     budget: u64,
+    /// Work allowed over all thread analyses ([`TOTAL_BUDGET`], [`TOTAL_PER_EDGE`]).
+    total_budget: u64,
     globals: Rc<Vec<Obj>>,
     addr_taken: FxHashSet<(FuncId, LocalId)>,
     specific_keys: FxHashSet<crate::ir::GlobalId>,
@@ -155,7 +169,8 @@ impl<'p> ValueBackend<'p> {
             roles,
             syntactic: Syntactic::new(program, roles),
             depth,
-            budget: VISIT_BUDGET,
+            budget: VISIT_BUDGET.max(VISITS_PER_EDGE.saturating_mul(edges as u64)),
+            total_budget: TOTAL_BUDGET.max(TOTAL_PER_EDGE.saturating_mul(edges as u64)),
             globals: Rc::new(Vec::new()),
             addr_taken,
             specific_keys,
@@ -502,7 +517,7 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
         let tc = ThreadContexts::new(thread, entry, self.depth);
         let program = self.program;
         let joins_before = memory::joins_done();
-        let left = TOTAL_BUDGET.saturating_sub(self.visits);
+        let left = self.total_budget.saturating_sub(self.visits);
         let budget = self.budget.min(left);
         let (sol, effects) = {
             let mut it = self.interp(thread);
@@ -515,7 +530,7 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             self.degraded = Some(format!(
                 "value analysis exceeded its budget ({} node visits per thread, {} in all): \
                  pointers resolved syntactically",
-                self.budget, TOTAL_BUDGET
+                self.budget, self.total_budget
             ));
             return;
         }
@@ -801,5 +816,10 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
 
     fn degradations(&self) -> Vec<String> {
         self.degraded.iter().cloned().collect()
+    }
+
+    fn thread_independent(&self) -> bool {
+        // Every query of a degraded backend goes to the syntactic one.
+        self.degraded.is_some()
     }
 }
