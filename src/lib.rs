@@ -31,6 +31,7 @@ pub mod context;
 pub mod dataflow;
 pub mod deadlocks;
 pub mod frontend;
+pub mod guards;
 pub mod ir;
 pub mod lockset;
 pub mod mhp;

@@ -35,6 +35,7 @@
 use crate::backend::{Address, Backend, Base, PointsTo};
 use crate::context::{CallKind, CallTarget, FnCtxId, ThreadContexts, ThreadId};
 use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
+use crate::guards::{self, Guards};
 use crate::ir::Proj;
 use crate::ir::types::CompId;
 use crate::ir::{
@@ -117,6 +118,9 @@ pub struct LockFact {
     since: SinceSets,
     /// Children created so far with no write-mode lock held since.
     unheld: BitSet<ThreadId>,
+    /// Outcomes of branch tests on guard locals on every path of the class
+    /// ([`crate::guards`]): branches contradicting them are not followed.
+    guards: Guards,
 }
 
 impl LockFact {
@@ -413,6 +417,8 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     flags: &'a FxHashMap<GlobalId, (i128, i128)>,
     /// The known candidates of each unlock statement, by context and edge.
     unlocks: &'a mut UnlockTargets,
+    /// The locals whose branch tests facts record ([`guards::guard_locals`]).
+    guard_locals: &'a FxHashSet<(FuncId, LocalId)>,
     _p: std::marker::PhantomData<&'p ()>,
 }
 
@@ -1069,6 +1075,7 @@ impl Merge for LockFact {
             m.may = m.may.union(&f.may);
             m.sym = m.sym.intersection(&f.sym);
             m.hist = m.hist.intersection(&f.hist);
+            m.guards.retain(|g| f.guards.contains(g));
             let children: SmallVec<[ThreadId; 4]> = f.since_children().collect();
             for c in children {
                 let theirs = f.since_of(c).unwrap_or_default();
@@ -1094,6 +1101,7 @@ impl Merge for LockFact {
             || (self.must.is_subset(&o.must)
                 && self.sym.is_subset(&o.sym)
                 && self.hist.is_subset(&o.hist)
+                && self.guards.iter().all(|g| o.guards.contains(g))
                 && o.since_children()
                     .all(|c| match (self.since_of(c), o.since_of(c)) {
                         (Some(a), Some(b)) => a.is_subset(&b),
@@ -1118,6 +1126,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         self.transfer_flags(edge, &mut out[start..]);
         self.transfer_sym(at, edge, &mut out[start..]);
         self.transfer_history(at, edge, fact, &mut out[start..]);
+        self.transfer_guards(at, edge, out, start);
     }
 
     fn call_entry(
@@ -1130,6 +1139,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         let (ctx, eid) = (at.ctx, at.edge);
         let mut fact = fact.clone();
         self.forget_frame_syms(&mut fact, target.func);
+        guards::forget_frame(&mut fact.guards, target.func);
         let fact = &fact;
         match target.kind {
             CallKind::Plain => fact.clone(),
@@ -1193,11 +1203,62 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
             f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
         }
         self.forget_frame_syms(&mut f, target.func);
+        guards::forget_frame(&mut f.guards, target.func);
+        if let Op::Call { dest: Some(lv), .. } = &edge.op {
+            self.store_guards(&mut f, self.tc.ctx(ctx).func, lv, None);
+        }
         f
     }
 }
 
 impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
+    /// Guards ([`crate::guards`]) after `edge` for the facts `out[start..]`: a branch test on a
+    /// guard local is recorded, and the facts it contradicts are dropped; a store of a guard
+    /// local shifts, sets or forgets its guards.
+    fn transfer_guards(&self, at: At<'_>, edge: &Edge, out: &mut Vec<LockFact>, start: usize) {
+        if self.guard_locals.is_empty() {
+            return;
+        }
+        let func = self.tc.ctx(at.ctx).func;
+        match &edge.op {
+            Op::Assume { cond, branch } => {
+                let Some(g) = guards::branch_guard(func, cond, *branch, self.guard_locals) else {
+                    return;
+                };
+                let mut kept = out.split_off(start);
+                kept.retain_mut(|f| match guards::assume(&f.guards, g) {
+                    Some(gs) => {
+                        f.guards = gs;
+                        true
+                    }
+                    None => false,
+                });
+                out.extend(kept);
+            }
+            Op::Assign { lhs, rhs } => {
+                for f in &mut out[start..] {
+                    self.store_guards(f, func, lhs, Some(rhs));
+                }
+            }
+            Op::Call { dest: Some(lv), .. } => {
+                // Calls with bodies store their result in `call_exit`; the others here.
+                for f in &mut out[start..] {
+                    self.store_guards(f, func, lv, None);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The guards of `f` after a store of `rhs` (`None`: unknown) to `lhs` in `func`.
+    fn store_guards(&self, f: &mut LockFact, func: FuncId, lhs: &Lval, rhs: Option<&Expr>) {
+        let Host::Var(Var::Local(l)) = lhs.host else {
+            return;
+        };
+        let tracked = lhs.proj.is_empty() && self.guard_locals.contains(&(func, l));
+        guards::assign(&mut f.guards, func, l, rhs.filter(|_| tracked), tracked);
+    }
+
     /// Drops the symbolic locks over locals of `g`: at a call of `g` its locals are new ones,
     /// at its return they are gone.
     fn forget_frame_syms(&self, f: &mut LockFact, g: FuncId) {
@@ -1726,9 +1787,18 @@ impl LocksetResult {
         // result, and solve again without the ones that fail (each round drops at least one).
         let mut binary = binary_candidates(program, roles, backend, graph, &mut table);
         let flags = flag_candidates(program);
+        let guard_locals = guards::guard_locals(program, roles);
         loop {
             let (solutions, unlocks) = Self::solve(
-                program, roles, backend, graph, &mut table, recursive, &binary, &flags,
+                program,
+                roles,
+                backend,
+                graph,
+                &mut table,
+                recursive,
+                &binary,
+                &flags,
+                &guard_locals,
             );
             let mut result = LocksetResult {
                 table,
@@ -1760,6 +1830,7 @@ impl LocksetResult {
         recursive: bool,
         binary: &FxHashSet<LockId>,
         flags: &FxHashMap<GlobalId, (i128, i128)>,
+        guard_locals: &FxHashSet<(FuncId, LocalId)>,
     ) -> (Vec<SharedSolution>, Vec<UnlockTargets>) {
         let contexts = &graph.contexts;
         let mut solutions: Vec<SharedSolution> = Vec::with_capacity(contexts.len());
@@ -1790,6 +1861,7 @@ impl LocksetResult {
                 binary,
                 flags,
                 unlocks: &mut known,
+                guard_locals,
                 _p: std::marker::PhantomData,
             };
             let _ = a.program;
