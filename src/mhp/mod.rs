@@ -66,6 +66,10 @@ pub struct MhpFact {
     /// Values of flag locals (written only with integer constants, e.g. the temporary holding
     /// `a && b`) on the paths of the fact.
     flags: SmallVec<[(FuncId, LocalId, i128); 1]>,
+    /// The integer constant every path of the fact returned (set by a `return k;` statement,
+    /// so only at the exit of a function): a caller's result local ([`flag_locals`]) holds it
+    /// after the call.
+    ret: Option<i128>,
 }
 
 impl MhpFact {
@@ -80,6 +84,7 @@ impl MhpFact {
             created_joined: BitSet::new(),
             cons: SmallVec::new(),
             flags: SmallVec::new(),
+            ret: None,
         }
     }
 
@@ -561,29 +566,43 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         .collect()
 }
 
-/// Locals of `func` written only by assignments of integer constants and read only as the
-/// condition of an assumption (the temporary of `assume(a && b)`), whose address is never
-/// taken. Tracking only these keeps the facts few.
+/// Locals of `func` whose address is never taken and that are either
+/// - written only by assignments of integer constants and read only as the condition of an
+///   assumption (the temporary of `assume(a && b)`), or
+/// - *result locals*: written only with the result of direct calls of defined functions and
+///   read only as the condition of an assumption or of a branch (`ret = init(); if (ret ==
+///   0) ...`), taking the constant the callee's paths return ([`MhpFact::ret`]).
+///
+/// Tracking only these keeps the facts few.
 fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<LocalId> {
     let mut out = FxHashSet::default();
     let Some(cfg) = &program.function(func).body else {
         return out;
     };
     let mut bad = FxHashSet::default();
+    // Locals read by a branch condition, and locals written by constants.
+    let mut tested = FxHashSet::default();
+    let mut konst = FxHashSet::default();
     for e in &cfg.edges {
-        // Reads other than an assumption's condition disqualify a local.
+        // Reads other than an assumption's condition (or a branch's, for result locals)
+        // disqualify a local.
         let assumed = match (&e.op, roles.of_call(&e.op)) {
             (Op::Call { args, .. }, Some(Role::Assume { cond })) => {
                 args.get(*cond).and_then(crate::ir::visit::local_of)
             }
             _ => None,
         };
+        let branch = matches!(e.op, Op::Assume { .. });
         crate::ir::visit::op_exprs(&e.op, &mut |x| {
             if let ExprKind::Load(lv) = &x.kind
                 && let Some(l) = crate::ir::visit::whole_local(lv)
                 && Some(l) != assumed
             {
-                bad.insert(l);
+                if branch {
+                    tested.insert(l);
+                } else {
+                    bad.insert(l);
+                }
             }
         });
     }
@@ -596,14 +615,29 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
                 if let Host::Var(Var::Local(l)) = lhs.host {
                     if lhs.proj.is_empty() && strip_casts(rhs).as_int().is_some() {
                         out.insert(l);
+                        konst.insert(l);
                     } else {
                         bad.insert(l);
                     }
                 }
             }
-            Op::Call { dest: Some(d), .. } => {
+            Op::Call {
+                dest: Some(d),
+                callee,
+                ..
+            } => {
                 if let Host::Var(Var::Local(l)) = d.host {
-                    bad.insert(l);
+                    let defined = match callee {
+                        Callee::Direct(g) => {
+                            roles.get(*g).is_none() && program.function(*g).body.is_some()
+                        }
+                        Callee::Indirect(_) => false,
+                    };
+                    if d.proj.is_empty() && defined {
+                        out.insert(l);
+                    } else {
+                        bad.insert(l);
+                    }
                 }
             }
             Op::Asm { outputs, .. } => {
@@ -623,7 +657,7 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             .get(l.0 as usize)
             .is_none_or(|x| x.kind == crate::ir::LocalKind::Param)
     };
-    out.retain(|l| !bad.contains(l) && !is_param(l));
+    out.retain(|l| !bad.contains(l) && !is_param(l) && !(konst.contains(l) && tested.contains(l)));
     out
 }
 
@@ -658,18 +692,24 @@ fn flag_test(
         let ExprKind::Binary(op, a, b) = &c.kind else {
             return None;
         };
-        let (v, k) = match (
+        // The two operands' values: the flag's and a constant, either way round.
+        let (x, y) = match (
             value(a),
             strip_casts(b).as_int(),
             value(b),
             strip_casts(a).as_int(),
         ) {
-            (Some(v), Some(k), _, _) | (_, _, Some(v), Some(k)) => (v, k),
+            (Some(v), Some(k), _, _) => (v, k),
+            (_, _, Some(v), Some(k)) => (k, v),
             _ => return None,
         };
         match op {
-            BinOp::Eq => v == k,
-            BinOp::Ne => v != k,
+            BinOp::Eq => x == y,
+            BinOp::Ne => x != y,
+            BinOp::Lt => x < y,
+            BinOp::Le => x <= y,
+            BinOp::Gt => x > y,
+            BinOp::Ge => x >= y,
             _ => return None,
         }
     };
@@ -999,6 +1039,9 @@ impl Merge for MhpFact {
             m.joined = m.joined.intersection(&f.joined);
             m.created_joined = m.created_joined.intersection(&f.created_joined);
             m.flags.retain(|x| f.flags.contains(x));
+            if m.ret != f.ret {
+                m.ret = None;
+            }
         }
         m
     }
@@ -1018,7 +1061,8 @@ impl Merge for MhpFact {
                 && self.ids.iter().all(|p| o.ids.contains(p))
                 && self.joined.is_subset(&o.joined)
                 && self.created_joined.is_subset(&o.created_joined)
-                && self.flags.iter().all(|x| o.flags.contains(x)))
+                && self.flags.iter().all(|x| o.flags.contains(x))
+                && (self.ret.is_none() || self.ret == o.ret))
     }
 }
 
@@ -1144,9 +1188,11 @@ impl ActiveThreads<'_> {
                 }
                 if let Some(d) = dest {
                     self.forget_key(&mut f, func, d);
-                    // A fresh value of a free local: its old constraints no longer apply.
+                    // A fresh value of a free local: its old constraints no longer apply;
+                    // nor does the old value of a result local.
                     if let Host::Var(Var::Local(l)) = d.host {
                         f.unconstrain(func, l);
+                        f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
                     }
                 }
             }
@@ -1161,6 +1207,18 @@ impl ActiveThreads<'_> {
                         f.flags.sort();
                     }
                 }
+            }
+            Op::Return(e) => {
+                // The constant returned, when the function's type holds it unchanged.
+                let program = self.program;
+                let range = program
+                    .types
+                    .func_sig(program.function(func).ty)
+                    .and_then(|s| type_range(program, s.ret));
+                f.ret = e
+                    .as_ref()
+                    .and_then(|e| strip_casts(e).as_int())
+                    .filter(|k| range.is_some_and(|r| r.contains(*k)));
             }
             Op::Assume { cond, branch } => {
                 let qctx = self.tc.context(ctx, eid);
@@ -1213,6 +1271,7 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.certain &= target.exact;
         f.cons.clear();
         f.flags.clear();
+        f.ret = None;
         let caller = self.tc.ctx(at.ctx).func;
         if !f.ids.is_empty() {
             // The callee's locals are fresh; a parameter receiving a thread id the caller
@@ -1261,7 +1320,21 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.certain = pre.certain && target.exact && exit.certain;
         f.cons = pre.cons.clone();
         f.flags = pre.flags.clone();
+        f.ret = pre.ret;
         let func = self.tc.ctx(ctx).func;
+        // A result local holds the constant the callee's paths returned.
+        if let Op::Call { dest: Some(d), .. } = &edge.op
+            && let Some(l) = crate::ir::visit::whole_local(d)
+        {
+            f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
+            if let Some(k) = exit.ret
+                && self.flags_of(func).contains(&l)
+                && type_range(self.program, d.ty).is_some_and(|r| r.contains(k))
+            {
+                f.flags.push((func, l, k));
+                f.flags.sort();
+            }
+        }
         // The callee's locals are gone.
         if func != target.func && !f.ids.is_empty() {
             let keys = &self.keys;
