@@ -657,7 +657,10 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             .get(l.0 as usize)
             .is_none_or(|x| x.kind == crate::ir::LocalKind::Param)
     };
-    out.retain(|l| !bad.contains(l) && !is_param(l) && !(konst.contains(l) && tested.contains(l)));
+    // A constant-written local tested by a branch stays untracked (status variables set in
+    // loops would multiply the facts).
+    let branch_flag = |l: &LocalId| konst.contains(l) && tested.contains(l);
+    out.retain(|l| !(bad.contains(l) || is_param(l) || branch_flag(l)));
     out
 }
 
