@@ -613,7 +613,7 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         match &e.op {
             Op::Assign { lhs, rhs } => {
                 if let Host::Var(Var::Local(l)) = lhs.host {
-                    if lhs.proj.is_empty() && strip_casts(rhs).as_int().is_some() {
+                    if lhs.proj.is_empty() && exact_int(program, rhs).is_some() {
                         out.insert(l);
                         konst.insert(l);
                     } else {
@@ -664,23 +664,48 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
     out
 }
 
+/// The value of `e`, a chain of casts around an expression whose value `core` gives, when
+/// every cast keeps it (integer casts of values their type holds); `None` otherwise.
+fn exact_value(program: &Program, e: &Expr, core: &dyn Fn(&Expr) -> Option<i128>) -> Option<i128> {
+    match &e.kind {
+        ExprKind::Cast(inner) => {
+            let v = exact_value(program, inner, core)?;
+            type_range(program, e.ty)?.contains(v).then_some(v)
+        }
+        _ => core(e),
+    }
+}
+
+/// The value of an integer constant `e` (casts included), when its casts keep it.
+fn exact_int(program: &Program, e: &Expr) -> Option<i128> {
+    exact_value(program, e, &|x| {
+        x.as_int()
+            .filter(|k| type_range(program, x.ty).is_some_and(|r| r.contains(*k)))
+    })
+}
+
 /// The outcome of the test `cond == branch` when it reads only a flag local whose value the
 /// fact knows (`x`, `!x`, `x == k`, `x != k`); `None` otherwise.
 fn flag_test(
+    program: &Program,
     flags: &FxHashSet<LocalId>,
     f: &MhpFact,
     func: FuncId,
     cond: &Expr,
     branch: bool,
 ) -> Option<bool> {
-    let mut c = strip_casts(cond);
+    let mut c = cond;
     let mut branch = branch;
-    while let ExprKind::Unary(crate::ir::UnOp::LogNot, a) = &c.kind {
+    while let ExprKind::Unary(crate::ir::UnOp::LogNot, a) = &strip_casts(c).kind {
         branch = !branch;
-        c = strip_casts(a);
+        c = a;
     }
-    let value = |e: &Expr| {
-        let l = crate::ir::visit::local_of(e)?;
+    // The value of a (cast) load of a flag local whose value the fact knows.
+    let flag = |x: &Expr| {
+        let ExprKind::Load(lv) = &x.kind else {
+            return None;
+        };
+        let l = crate::ir::visit::whole_local(lv)?;
         if !flags.contains(&l) {
             return None;
         }
@@ -688,24 +713,32 @@ fn flag_test(
             .iter()
             .find(|(g, x, _)| *g == func && *x == l)
             .map(|(_, _, k)| *k)
+            .filter(|k| type_range(program, x.ty).is_some_and(|r| r.contains(*k)))
     };
+    let value = |e: &Expr| exact_value(program, e, &flag);
     let truth = if let Some(v) = value(c) {
         v != 0
     } else {
-        let ExprKind::Binary(op, a, b) = &c.kind else {
+        let ExprKind::Binary(op, a, b) = &strip_casts(c).kind else {
             return None;
         };
         // The two operands' values: the flag's and a constant, either way round.
         let (x, y) = match (
             value(a),
-            strip_casts(b).as_int(),
+            exact_int(program, b),
             value(b),
-            strip_casts(a).as_int(),
+            exact_int(program, a),
         ) {
             (Some(v), Some(k), _, _) => (v, k),
             (_, _, Some(v), Some(k)) => (k, v),
             _ => return None,
         };
+        // The usual arithmetic conversions keep the values (and their order) when both are
+        // non-negative or both operands are signed.
+        let signed = |e: &Expr| program.types.int_kind(e.ty).is_some_and(|k| k.is_signed());
+        if (x < 0 || y < 0) && !(signed(a) && signed(b)) {
+            return None;
+        }
         match op {
             BinOp::Eq => x == y,
             BinOp::Ne => x != y,
@@ -875,7 +908,7 @@ impl ActiveThreads<'_> {
             return out;
         }
         // A test of a flag local whose value the fact knows is decided.
-        if let Some(holds) = flag_test(&self.flags_of(func), &f, func, cond, branch) {
+        if let Some(holds) = flag_test(self.program, &self.flags_of(func), &f, func, cond, branch) {
             if holds {
                 out.push(f);
             }
@@ -1205,7 +1238,7 @@ impl ActiveThreads<'_> {
                     && self.flags_of(func).contains(&l)
                 {
                     f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
-                    if let Some(k) = strip_casts(rhs).as_int() {
+                    if let Some(k) = exact_int(self.program, rhs) {
                         f.flags.push((func, l, k));
                         f.flags.sort();
                     }
@@ -1220,7 +1253,7 @@ impl ActiveThreads<'_> {
                     .and_then(|s| type_range(program, s.ret));
                 f.ret = e
                     .as_ref()
-                    .and_then(|e| strip_casts(e).as_int())
+                    .and_then(|e| exact_int(program, e))
                     .filter(|k| range.is_some_and(|r| r.contains(*k)));
             }
             Op::Assume { cond, branch } => {
