@@ -566,6 +566,10 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         .collect()
 }
 
+/// At most how many different constants a function may return for its facts to record them
+/// ([`MhpFact::ret`]).
+const RETURNED_CONSTANTS: usize = 4;
+
 /// Locals of `func` whose address is never taken and that are either
 /// - written only by assignments of integer constants and read only as the condition of an
 ///   assumption (the temporary of `assume(a && b)`), or
@@ -881,6 +885,8 @@ struct ActiveThreads<'a> {
     free: FxHashMap<FuncId, std::rc::Rc<FxHashSet<LocalId>>>,
     /// Per function, its flag locals (see [`MhpFact::flags`]).
     flag_locals: FxHashMap<FuncId, std::rc::Rc<FxHashSet<LocalId>>>,
+    /// Per function, whether its facts record the constant they return ([`MhpFact::ret`]).
+    returns: FxHashMap<FuncId, bool>,
     exits: FxHashMap<FuncId, FxHashSet<EdgeId>>,
     /// Per function, the exit edges of join loops with the create statements they undo.
     join_alls: FxHashMap<FuncId, FxHashMap<EdgeId, Vec<EdgeId>>>,
@@ -1018,6 +1024,28 @@ impl ActiveThreads<'_> {
             .retain(|(g, l, _, _)| *g != func || live.is_live(node, *l));
         f.flags
             .retain(|(g, l, _)| *g != func || live.is_live(node, *l));
+    }
+
+    /// Whether the facts of `func` record the constant they return: when its return
+    /// statements return at most [`RETURNED_CONSTANTS`] different constants (each splits the
+    /// facts at the exit).
+    fn records_return(&mut self, func: FuncId) -> bool {
+        let program = self.program;
+        *self.returns.entry(func).or_insert_with(|| {
+            let Some(cfg) = &program.function(func).body else {
+                return false;
+            };
+            let mut seen: SmallVec<[i128; 4]> = SmallVec::new();
+            for e in &cfg.edges {
+                if let Op::Return(Some(x)) = &e.op
+                    && let Some(k) = exact_int(program, x)
+                    && !seen.contains(&k)
+                {
+                    seen.push(k);
+                }
+            }
+            seen.len() <= RETURNED_CONSTANTS
+        })
     }
 
     fn flags_of(&mut self, func: FuncId) -> std::rc::Rc<FxHashSet<LocalId>> {
@@ -1246,6 +1274,7 @@ impl ActiveThreads<'_> {
             }
             Op::Return(e) => {
                 // The constant returned, when the function's type holds it unchanged.
+                let record = self.records_return(func);
                 let program = self.program;
                 let range = program
                     .types
@@ -1253,6 +1282,7 @@ impl ActiveThreads<'_> {
                     .and_then(|s| type_range(program, s.ret));
                 f.ret = e
                     .as_ref()
+                    .filter(|_| record)
                     .and_then(|e| exact_int(program, e))
                     .filter(|k| range.is_some_and(|r| r.contains(*k)));
             }
@@ -1491,6 +1521,7 @@ impl MhpResult {
                 keys: &mut keys,
                 free: FxHashMap::default(),
                 flag_locals: FxHashMap::default(),
+                returns: FxHashMap::default(),
                 exits: FxHashMap::default(),
                 join_alls: FxHashMap::default(),
                 live: FxHashMap::default(),
