@@ -66,6 +66,10 @@ pub struct MhpFact {
     /// Values of flag locals (written only with integer constants, e.g. the temporary holding
     /// `a && b`) on the paths of the fact.
     flags: SmallVec<[(FuncId, LocalId, i128); 1]>,
+    /// The integer constant every path of the fact returned (set by a `return k;` statement,
+    /// so only at the exit of a function): a caller's result local ([`flag_locals`]) holds it
+    /// after the call.
+    ret: Option<i128>,
 }
 
 impl MhpFact {
@@ -80,6 +84,7 @@ impl MhpFact {
             created_joined: BitSet::new(),
             cons: SmallVec::new(),
             flags: SmallVec::new(),
+            ret: None,
         }
     }
 
@@ -561,29 +566,47 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         .collect()
 }
 
-/// Locals of `func` written only by assignments of integer constants and read only as the
-/// condition of an assumption (the temporary of `assume(a && b)`), whose address is never
-/// taken. Tracking only these keeps the facts few.
+/// At most how many different constants a function may return for its facts to record them
+/// ([`MhpFact::ret`]).
+const RETURNED_CONSTANTS: usize = 4;
+
+/// Locals of `func` whose address is never taken and that are either
+/// - written only by assignments of integer constants and read only as the condition of an
+///   assumption (the temporary of `assume(a && b)`), or
+/// - *result locals*: written only with the result of direct calls of defined functions and
+///   read only as the condition of an assumption or of a branch (`ret = init(); if (ret ==
+///   0) ...`), taking the constant the callee's paths return ([`MhpFact::ret`]).
+///
+/// Tracking only these keeps the facts few.
 fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<LocalId> {
     let mut out = FxHashSet::default();
     let Some(cfg) = &program.function(func).body else {
         return out;
     };
     let mut bad = FxHashSet::default();
+    // Locals read by a branch condition, and locals written by constants.
+    let mut tested = FxHashSet::default();
+    let mut konst = FxHashSet::default();
     for e in &cfg.edges {
-        // Reads other than an assumption's condition disqualify a local.
+        // Reads other than an assumption's condition (or a branch's, for result locals)
+        // disqualify a local.
         let assumed = match (&e.op, roles.of_call(&e.op)) {
             (Op::Call { args, .. }, Some(Role::Assume { cond })) => {
                 args.get(*cond).and_then(crate::ir::visit::local_of)
             }
             _ => None,
         };
+        let branch = matches!(e.op, Op::Assume { .. });
         crate::ir::visit::op_exprs(&e.op, &mut |x| {
             if let ExprKind::Load(lv) = &x.kind
                 && let Some(l) = crate::ir::visit::whole_local(lv)
                 && Some(l) != assumed
             {
-                bad.insert(l);
+                if branch {
+                    tested.insert(l);
+                } else {
+                    bad.insert(l);
+                }
             }
         });
     }
@@ -594,16 +617,31 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         match &e.op {
             Op::Assign { lhs, rhs } => {
                 if let Host::Var(Var::Local(l)) = lhs.host {
-                    if lhs.proj.is_empty() && strip_casts(rhs).as_int().is_some() {
+                    if lhs.proj.is_empty() && exact_int(program, rhs).is_some() {
                         out.insert(l);
+                        konst.insert(l);
                     } else {
                         bad.insert(l);
                     }
                 }
             }
-            Op::Call { dest: Some(d), .. } => {
+            Op::Call {
+                dest: Some(d),
+                callee,
+                ..
+            } => {
                 if let Host::Var(Var::Local(l)) = d.host {
-                    bad.insert(l);
+                    let defined = match callee {
+                        Callee::Direct(g) => {
+                            roles.get(*g).is_none() && program.function(*g).body.is_some()
+                        }
+                        Callee::Indirect(_) => false,
+                    };
+                    if d.proj.is_empty() && defined {
+                        out.insert(l);
+                    } else {
+                        bad.insert(l);
+                    }
                 }
             }
             Op::Asm { outputs, .. } => {
@@ -623,27 +661,55 @@ fn flag_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             .get(l.0 as usize)
             .is_none_or(|x| x.kind == crate::ir::LocalKind::Param)
     };
-    out.retain(|l| !bad.contains(l) && !is_param(l));
+    // A constant-written local tested by a branch stays untracked (status variables set in
+    // loops would multiply the facts).
+    let branch_flag = |l: &LocalId| konst.contains(l) && tested.contains(l);
+    out.retain(|l| !(bad.contains(l) || is_param(l) || branch_flag(l)));
     out
+}
+
+/// The value of `e`, a chain of casts around an expression whose value `core` gives, when
+/// every cast keeps it (integer casts of values their type holds); `None` otherwise.
+fn exact_value(program: &Program, e: &Expr, core: &dyn Fn(&Expr) -> Option<i128>) -> Option<i128> {
+    match &e.kind {
+        ExprKind::Cast(inner) => {
+            let v = exact_value(program, inner, core)?;
+            type_range(program, e.ty)?.contains(v).then_some(v)
+        }
+        _ => core(e),
+    }
+}
+
+/// The value of an integer constant `e` (casts included), when its casts keep it.
+fn exact_int(program: &Program, e: &Expr) -> Option<i128> {
+    exact_value(program, e, &|x| {
+        x.as_int()
+            .filter(|k| type_range(program, x.ty).is_some_and(|r| r.contains(*k)))
+    })
 }
 
 /// The outcome of the test `cond == branch` when it reads only a flag local whose value the
 /// fact knows (`x`, `!x`, `x == k`, `x != k`); `None` otherwise.
 fn flag_test(
+    program: &Program,
     flags: &FxHashSet<LocalId>,
     f: &MhpFact,
     func: FuncId,
     cond: &Expr,
     branch: bool,
 ) -> Option<bool> {
-    let mut c = strip_casts(cond);
+    let mut c = cond;
     let mut branch = branch;
-    while let ExprKind::Unary(crate::ir::UnOp::LogNot, a) = &c.kind {
+    while let ExprKind::Unary(crate::ir::UnOp::LogNot, a) = &strip_casts(c).kind {
         branch = !branch;
-        c = strip_casts(a);
+        c = a;
     }
-    let value = |e: &Expr| {
-        let l = crate::ir::visit::local_of(e)?;
+    // The value of a (cast) load of a flag local whose value the fact knows.
+    let flag = |x: &Expr| {
+        let ExprKind::Load(lv) = &x.kind else {
+            return None;
+        };
+        let l = crate::ir::visit::whole_local(lv)?;
         if !flags.contains(&l) {
             return None;
         }
@@ -651,25 +717,39 @@ fn flag_test(
             .iter()
             .find(|(g, x, _)| *g == func && *x == l)
             .map(|(_, _, k)| *k)
+            .filter(|k| type_range(program, x.ty).is_some_and(|r| r.contains(*k)))
     };
+    let value = |e: &Expr| exact_value(program, e, &flag);
     let truth = if let Some(v) = value(c) {
         v != 0
     } else {
-        let ExprKind::Binary(op, a, b) = &c.kind else {
+        let ExprKind::Binary(op, a, b) = &strip_casts(c).kind else {
             return None;
         };
-        let (v, k) = match (
+        // The two operands' values: the flag's and a constant, either way round.
+        let (x, y) = match (
             value(a),
-            strip_casts(b).as_int(),
+            exact_int(program, b),
             value(b),
-            strip_casts(a).as_int(),
+            exact_int(program, a),
         ) {
-            (Some(v), Some(k), _, _) | (_, _, Some(v), Some(k)) => (v, k),
+            (Some(v), Some(k), _, _) => (v, k),
+            (_, _, Some(v), Some(k)) => (k, v),
             _ => return None,
         };
+        // The usual arithmetic conversions keep the values (and their order) when both are
+        // non-negative or both operands are signed.
+        let signed = |e: &Expr| program.types.int_kind(e.ty).is_some_and(|k| k.is_signed());
+        if (x < 0 || y < 0) && !(signed(a) && signed(b)) {
+            return None;
+        }
         match op {
-            BinOp::Eq => v == k,
-            BinOp::Ne => v != k,
+            BinOp::Eq => x == y,
+            BinOp::Ne => x != y,
+            BinOp::Lt => x < y,
+            BinOp::Le => x <= y,
+            BinOp::Gt => x > y,
+            BinOp::Ge => x >= y,
             _ => return None,
         }
     };
@@ -805,6 +885,8 @@ struct ActiveThreads<'a> {
     free: FxHashMap<FuncId, std::rc::Rc<FxHashSet<LocalId>>>,
     /// Per function, its flag locals (see [`MhpFact::flags`]).
     flag_locals: FxHashMap<FuncId, std::rc::Rc<FxHashSet<LocalId>>>,
+    /// Per function, whether its facts record the constant they return ([`MhpFact::ret`]).
+    returns: FxHashMap<FuncId, bool>,
     exits: FxHashMap<FuncId, FxHashSet<EdgeId>>,
     /// Per function, the exit edges of join loops with the create statements they undo.
     join_alls: FxHashMap<FuncId, FxHashMap<EdgeId, Vec<EdgeId>>>,
@@ -832,7 +914,7 @@ impl ActiveThreads<'_> {
             return out;
         }
         // A test of a flag local whose value the fact knows is decided.
-        if let Some(holds) = flag_test(&self.flags_of(func), &f, func, cond, branch) {
+        if let Some(holds) = flag_test(self.program, &self.flags_of(func), &f, func, cond, branch) {
             if holds {
                 out.push(f);
             }
@@ -944,6 +1026,28 @@ impl ActiveThreads<'_> {
             .retain(|(g, l, _)| *g != func || live.is_live(node, *l));
     }
 
+    /// Whether the facts of `func` record the constant they return: when its return
+    /// statements return at most [`RETURNED_CONSTANTS`] different constants (each splits the
+    /// facts at the exit).
+    fn records_return(&mut self, func: FuncId) -> bool {
+        let program = self.program;
+        *self.returns.entry(func).or_insert_with(|| {
+            let Some(cfg) = &program.function(func).body else {
+                return false;
+            };
+            let mut seen: SmallVec<[i128; 4]> = SmallVec::new();
+            for e in &cfg.edges {
+                if let Op::Return(Some(x)) = &e.op
+                    && let Some(k) = exact_int(program, x)
+                    && !seen.contains(&k)
+                {
+                    seen.push(k);
+                }
+            }
+            seen.len() <= RETURNED_CONSTANTS
+        })
+    }
+
     fn flags_of(&mut self, func: FuncId) -> std::rc::Rc<FxHashSet<LocalId>> {
         let (program, roles) = (self.program, self.roles);
         std::rc::Rc::clone(
@@ -999,6 +1103,9 @@ impl Merge for MhpFact {
             m.joined = m.joined.intersection(&f.joined);
             m.created_joined = m.created_joined.intersection(&f.created_joined);
             m.flags.retain(|x| f.flags.contains(x));
+            if m.ret != f.ret {
+                m.ret = None;
+            }
         }
         m
     }
@@ -1018,7 +1125,8 @@ impl Merge for MhpFact {
                 && self.ids.iter().all(|p| o.ids.contains(p))
                 && self.joined.is_subset(&o.joined)
                 && self.created_joined.is_subset(&o.created_joined)
-                && self.flags.iter().all(|x| o.flags.contains(x)))
+                && self.flags.iter().all(|x| o.flags.contains(x))
+                && (self.ret.is_none() || self.ret == o.ret))
     }
 }
 
@@ -1144,9 +1252,11 @@ impl ActiveThreads<'_> {
                 }
                 if let Some(d) = dest {
                     self.forget_key(&mut f, func, d);
-                    // A fresh value of a free local: its old constraints no longer apply.
+                    // A fresh value of a free local: its old constraints no longer apply;
+                    // nor does the old value of a result local.
                     if let Host::Var(Var::Local(l)) = d.host {
                         f.unconstrain(func, l);
+                        f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
                     }
                 }
             }
@@ -1156,11 +1266,25 @@ impl ActiveThreads<'_> {
                     && self.flags_of(func).contains(&l)
                 {
                     f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
-                    if let Some(k) = strip_casts(rhs).as_int() {
+                    if let Some(k) = exact_int(self.program, rhs) {
                         f.flags.push((func, l, k));
                         f.flags.sort();
                     }
                 }
+            }
+            Op::Return(e) => {
+                // The constant returned, when the function's type holds it unchanged.
+                let record = self.records_return(func);
+                let program = self.program;
+                let range = program
+                    .types
+                    .func_sig(program.function(func).ty)
+                    .and_then(|s| type_range(program, s.ret));
+                f.ret = e
+                    .as_ref()
+                    .filter(|_| record)
+                    .and_then(|e| exact_int(program, e))
+                    .filter(|k| range.is_some_and(|r| r.contains(*k)));
             }
             Op::Assume { cond, branch } => {
                 let qctx = self.tc.context(ctx, eid);
@@ -1213,6 +1337,7 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.certain &= target.exact;
         f.cons.clear();
         f.flags.clear();
+        f.ret = None;
         let caller = self.tc.ctx(at.ctx).func;
         if !f.ids.is_empty() {
             // The callee's locals are fresh; a parameter receiving a thread id the caller
@@ -1261,7 +1386,21 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.certain = pre.certain && target.exact && exit.certain;
         f.cons = pre.cons.clone();
         f.flags = pre.flags.clone();
+        f.ret = pre.ret;
         let func = self.tc.ctx(ctx).func;
+        // A result local holds the constant the callee's paths returned.
+        if let Op::Call { dest: Some(d), .. } = &edge.op
+            && let Some(l) = crate::ir::visit::whole_local(d)
+        {
+            f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
+            if let Some(k) = exit.ret
+                && self.flags_of(func).contains(&l)
+                && type_range(self.program, d.ty).is_some_and(|r| r.contains(k))
+            {
+                f.flags.push((func, l, k));
+                f.flags.sort();
+            }
+        }
         // The callee's locals are gone.
         if func != target.func && !f.ids.is_empty() {
             let keys = &self.keys;
@@ -1382,6 +1521,7 @@ impl MhpResult {
                 keys: &mut keys,
                 free: FxHashMap::default(),
                 flag_locals: FxHashMap::default(),
+                returns: FxHashMap::default(),
                 exits: FxHashMap::default(),
                 join_alls: FxHashMap::default(),
                 live: FxHashMap::default(),
