@@ -10,11 +10,12 @@
 //!    and interned types; `racedar dump-ir` prints it.
 //! 3. [`model`]: the concurrency model (which calls lock, create, join, ...), from `config/*.toml`.
 //! 4. [`backend`]: the sequential analysis of each thread, queried by every later phase
-//!    (syntactic for now).
+//!    (syntactic, or the value analysis of `backend::value`).
 //! 5. [`threads`]: the thread-creation graph; [`context`]: analysis contexts (thread, call
 //!    string, statement) and the per-thread context graph.
 //! 6. [`lockset`] and [`mhp`]: locksets and active threads per context, both solved by the
-//!    generic engine of [`dataflow`].
+//!    generic engine of [`dataflow`]; lockset facts carry branch [`guards`] on locals
+//!    (conditional locking).
 //! 7. [`races`]: accesses, escape, the access-state machine and may/must race classification;
 //!    [`deadlocks`]: the lock-order graph from the locksets, its cycles and double locks.
 //! 8. [`concrete`]: a concrete interpreter of the IR that witnesses races in real executions
