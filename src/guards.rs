@@ -19,7 +19,7 @@
 //! (the arithmetic `x - k` is modulo 2^32 or 2^64, and a shift preserves `x - k` exactly).
 //! Forgetting a guard is always sound: it only keeps a branch the fact could have pruned.
 
-use crate::ir::{BinOp, Expr, ExprKind, FuncId, Host, LocalId, Lval, Op, Program, UnOp, Var};
+use crate::ir::{BinOp, Expr, ExprKind, FuncId, LocalId, Op, Program, UnOp};
 use crate::model::{Role, Roles};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
@@ -86,17 +86,11 @@ pub fn guard_locals(program: &Program, roles: &Roles) -> FxHashSet<(FuncId, Loca
     out
 }
 
-/// The plain local an expression reads (no projection, no cast).
+/// The whole local an expression reads, with no cast around the load (a cast could change
+/// the value tested, unlike [`crate::ir::visit::local_of`]).
 fn local_of(e: &Expr) -> Option<LocalId> {
     match &e.kind {
-        ExprKind::Load(lv) => plain_local(lv),
-        _ => None,
-    }
-}
-
-fn plain_local(lv: &Lval) -> Option<LocalId> {
-    match lv.host {
-        Host::Var(Var::Local(l)) if lv.proj.is_empty() => Some(l),
+        ExprKind::Load(lv) => crate::ir::visit::whole_local(lv),
         _ => None,
     }
 }
@@ -193,10 +187,10 @@ pub fn assume(gs: &Guards, g: Guard) -> Option<Guards> {
     Some(out)
 }
 
-/// The guards after `local` of `func` is assigned `rhs` (`None`: an unknown value, e.g. a
-/// call's result): shifted by `x = x ± k`, replaced by `x = k` (when `tracked`), dropped
-/// otherwise.
-pub fn assign(gs: &mut Guards, func: FuncId, local: LocalId, rhs: Option<&Expr>, tracked: bool) {
+/// The guards after the guard local `local` of `func` ([`guard_locals`]) is assigned `rhs`
+/// (`None`: an unknown value, e.g. a call's result): shifted by `x = x ± k`, replaced by
+/// `x = k`, dropped otherwise.
+pub fn assign(gs: &mut Guards, func: FuncId, local: LocalId, rhs: Option<&Expr>) {
     let ours = |h: &Guard| h.func == func && h.local == local;
     if let Some((l, s)) = rhs.and_then(shifted_local)
         && l == local
@@ -210,8 +204,7 @@ pub fn assign(gs: &mut Guards, func: FuncId, local: LocalId, rhs: Option<&Expr>,
         return;
     }
     gs.retain(|h| !ours(h));
-    if tracked
-        && let Some(k) = rhs.and_then(small_int)
+    if let Some(k) = rhs.and_then(small_int)
         && gs.len() < MAX_GUARDS
     {
         gs.push(Guard {
@@ -232,6 +225,7 @@ pub fn forget_frame(gs: &mut Guards, func: FuncId) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::{Host, Lval, Var};
 
     fn g(offset: i128, nonzero: bool) -> Guard {
         Guard {
@@ -276,7 +270,7 @@ mod tests {
             kind: ExprKind::Binary(BinOp::Add, Box::new(i), Box::new(one)),
             ty: crate::ir::types::TypeId(0),
         };
-        assign(&mut gs, FuncId(0), LocalId(0), Some(&rhs), true);
+        assign(&mut gs, FuncId(0), LocalId(0), Some(&rhs));
         assert_eq!(gs.as_slice(), &[g(1, false)]);
         assert!(assume(&gs, g(1, true)).is_none());
     }
@@ -284,7 +278,7 @@ mod tests {
     #[test]
     fn other_stores_forget() {
         let mut gs = assume(&Guards::new(), g(0, true)).expect("consistent");
-        assign(&mut gs, FuncId(0), LocalId(0), None, true);
+        assign(&mut gs, FuncId(0), LocalId(0), None);
         assert!(gs.is_empty());
     }
 }

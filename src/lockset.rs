@@ -1252,11 +1252,13 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
 
     /// The guards of `f` after a store of `rhs` (`None`: unknown) to `lhs` in `func`.
     fn store_guards(&self, f: &mut LockFact, func: FuncId, lhs: &Lval, rhs: Option<&Expr>) {
-        let Host::Var(Var::Local(l)) = lhs.host else {
+        // Only guard locals carry guards (integers: a store to one has no projection).
+        let Some(l) = crate::ir::visit::whole_local(lhs) else {
             return;
         };
-        let tracked = lhs.proj.is_empty() && self.guard_locals.contains(&(func, l));
-        guards::assign(&mut f.guards, func, l, rhs.filter(|_| tracked), tracked);
+        if self.guard_locals.contains(&(func, l)) {
+            guards::assign(&mut f.guards, func, l, rhs);
+        }
     }
 
     /// Drops the symbolic locks over locals of `g`: at a call of `g` its locals are new ones,

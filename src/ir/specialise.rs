@@ -269,40 +269,6 @@ impl<'a> ThreadCost<'a> {
     }
 }
 
-/// Functions that may create or join a thread when called: a create or join, or a direct call
-/// of such a function.
-fn thread_functions(program: &Program, roles: &Roles) -> FxHashSet<FuncId> {
-    let mut out: FxHashSet<FuncId> = (0..program.functions.len())
-        .map(|i| FuncId(i as u32))
-        .filter(|f| {
-            matches!(
-                roles.get(*f),
-                Some(Role::ThreadCreate { .. } | Role::ThreadJoin { .. })
-            )
-        })
-        .collect();
-    loop {
-        let before = out.len();
-        for (i, f) in program.functions.iter().enumerate() {
-            let id = FuncId(i as u32);
-            if out.contains(&id) {
-                continue;
-            }
-            if let Some(cfg) = &f.body
-                && cfg
-                    .edges
-                    .iter()
-                    .any(|e| e.op.direct_callee().is_some_and(|g| out.contains(&g)))
-            {
-                out.insert(id);
-            }
-        }
-        if out.len() == before {
-            return out;
-        }
-    }
-}
-
 /// Functions whose address is taken (in a body or a static initialiser): they may be called
 /// through a pointer, by the program or by library code.
 fn address_taken(program: &Program) -> FxHashSet<FuncId> {
@@ -369,7 +335,10 @@ fn recursive_functions(program: &Program) -> (DiGraph<(), ()>, Vec<bool>) {
 /// classify the functions of `program` as it was before: copies get no role (a function with
 /// a role is never copied).
 pub fn specialise_thread_functions(program: &mut Program, roles: &Roles) -> usize {
-    let targets = thread_functions(program, roles);
+    // Functions that may create or join a thread when called.
+    let targets = roles.callers_reaching(program, |r| {
+        matches!(r, Role::ThreadCreate { .. } | Role::ThreadJoin { .. })
+    });
     if targets.is_empty() {
         return 0;
     }

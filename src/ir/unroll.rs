@@ -12,42 +12,9 @@
 //! may create a thread (a create, or a call of a defined function that may create one). Each
 //! copied edge remembers its copy number in [`Edge::peel`].
 
+use super::Program;
 use super::cfg::{Cfg, Edge, EdgeId, Node, NodeId};
-use super::{FuncId, Program};
 use crate::model::{Role, Roles};
-use rustc_hash::FxHashSet;
-
-/// Functions that may create a thread when called: a create, or a direct call of such a
-/// function.
-fn creators(program: &Program, roles: &Roles) -> FxHashSet<FuncId> {
-    let mut out: FxHashSet<FuncId> = program
-        .functions
-        .iter()
-        .enumerate()
-        .map(|(i, _)| FuncId(i as u32))
-        .filter(|f| matches!(roles.get(*f), Some(Role::ThreadCreate { .. })))
-        .collect();
-    loop {
-        let before = out.len();
-        for (i, f) in program.functions.iter().enumerate() {
-            let id = FuncId(i as u32);
-            if out.contains(&id) {
-                continue;
-            }
-            if let Some(cfg) = &f.body
-                && cfg
-                    .edges
-                    .iter()
-                    .any(|e| e.op.direct_callee().is_some_and(|g| out.contains(&g)))
-            {
-                out.insert(id);
-            }
-        }
-        if out.len() == before {
-            return out;
-        }
-    }
-}
 
 /// Peels `n` iterations of every thread-creating loop of every function; returns how many
 /// loops were peeled.
@@ -55,7 +22,7 @@ pub fn peel_thread_loops(program: &mut Program, roles: &Roles, n: u8) -> usize {
     if n == 0 {
         return 0;
     }
-    let creators = creators(program, roles);
+    let creators = roles.callers_reaching(program, |r| matches!(r, Role::ThreadCreate { .. }));
     let mut peeled = 0;
     for f in program.functions.iter_mut() {
         let Some(cfg) = f.body.as_mut() else { continue };

@@ -511,6 +511,40 @@ impl Roles {
     pub fn of_call(&self, op: &crate::ir::Op) -> Option<&Role> {
         op.direct_callee().and_then(|g| self.get(g))
     }
+
+    /// The functions whose call may run a modelled call with a role satisfying `pick`: those
+    /// modelled functions themselves, and every defined function that calls one of them
+    /// directly, transitively (calls through pointers are not followed).
+    pub fn callers_reaching(
+        &self,
+        program: &Program,
+        pick: impl Fn(&Role) -> bool,
+    ) -> rustc_hash::FxHashSet<FuncId> {
+        let mut out: rustc_hash::FxHashSet<FuncId> = (0..program.functions.len())
+            .map(|i| FuncId(i as u32))
+            .filter(|f| self.get(*f).is_some_and(&pick))
+            .collect();
+        loop {
+            let before = out.len();
+            for (i, f) in program.functions.iter().enumerate() {
+                let id = FuncId(i as u32);
+                if out.contains(&id) {
+                    continue;
+                }
+                if let Some(cfg) = &f.body
+                    && cfg
+                        .edges
+                        .iter()
+                        .any(|e| e.op.direct_callee().is_some_and(|g| out.contains(&g)))
+                {
+                    out.insert(id);
+                }
+            }
+            if out.len() == before {
+                return out;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
