@@ -182,7 +182,7 @@ struct CheckArgs {
     #[arg(short = 'p', long = "compile-commands", value_name = "FILE")]
     compile_commands: Option<PathBuf>,
     /// Do not reuse or store preprocessed units of `-p` projects (cache:
-    /// `$RACEDAR_CACHE_DIR`, else `~/.cache/racedar/pp`).
+    /// `pp/` in `$RACEDAR_CACHE_DIR`, else in `~/.cache/racedar`).
     #[arg(long)]
     no_cache: bool,
     /// Report only races with an access in one of the FILE arguments (the program is the

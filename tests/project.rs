@@ -235,7 +235,11 @@ fn the_preprocessing_cache_follows_included_headers() {
         v["races"][0]["location"].as_str().unwrap_or("").to_string()
     };
     assert_eq!(run(), "counter");
-    let entries = || std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+    let entries = || {
+        std::fs::read_dir(cache.join("pp"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
     assert_eq!(entries(), 2);
     assert_eq!(run(), "counter");
     assert_eq!(entries(), 2, "a second run adds no entry");

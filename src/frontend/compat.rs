@@ -68,8 +68,25 @@ pub struct Rewriter {
 
 impl Rewriter {
     /// Rewrites the GNU constructs of the table in the module documentation.
+    ///
+    /// Also drops the library declarations the unit never uses ([`super::prune`]).
     pub fn new(original: String) -> Rewriter {
-        let edits = scan_edits(&original);
+        let toks = tokens(&original);
+        let mut edits = scan_edits(&original, &toks);
+        let drops = super::prune::unused_declarations(&original, &toks);
+        if !drops.is_empty() {
+            let inside = |at: usize| {
+                let k = drops.partition_point(|&(_, end)| end <= at);
+                drops.get(k).is_some_and(|&(from, _)| from <= at)
+            };
+            edits.retain(|e| !inside(e.at));
+            edits.extend(drops.iter().map(|&(from, end)| Edit {
+                at: from,
+                len: end - from,
+                text: "",
+            }));
+            edits.sort_by_key(|e| e.at);
+        }
         let mut r = Rewriter {
             original,
             edits,
@@ -145,18 +162,38 @@ fn ident_cont(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
 }
 
-/// A minimal lexer over preprocessed C: identifiers, literals skipped, directive lines skipped.
+/// A minimal lexer over preprocessed C: identifiers, punctuators and directive lines (line
+/// markers, `#pragma`); literals, numbers and comments are skipped.
 struct Lexer<'a> {
     src: &'a [u8],
     pos: usize,
     at_line_start: bool,
 }
 
-/// A token the rewriter cares about.
+/// A token the rewriter cares about (byte offsets into the text; ranges half-open).
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Tok {
+pub(super) enum Tok {
+    /// An identifier or keyword: `start..end`.
     Ident(usize, usize),
+    /// A one-byte punctuator at an offset (`::` is two).
     Punct(usize, u8),
+    /// A line starting with `#` (a line marker, `#pragma`, `#ident`): `start..end`, the
+    /// newline excluded.
+    Directive(usize, usize),
+}
+
+/// The tokens of preprocessed text `src`, in order.
+pub(super) fn tokens(src: &str) -> Vec<Tok> {
+    let mut lexer = Lexer {
+        src: src.as_bytes(),
+        pos: 0,
+        at_line_start: true,
+    };
+    let mut toks = Vec::with_capacity(src.len() / 4);
+    while let Some(t) = lexer.next() {
+        toks.push(t);
+    }
+    toks
 }
 
 impl<'a> Lexer<'a> {
@@ -171,10 +208,12 @@ impl<'a> Lexer<'a> {
                 }
                 b' ' | b'\t' | b'\r' | b'\x0c' | b'\x0b' => self.pos += 1,
                 b'#' if self.at_line_start => {
-                    // Line marker or directive (#pragma, #ident): skip the line.
+                    // Line marker or directive (#pragma, #ident): the whole line.
+                    let start = self.pos;
                     while self.pos < s.len() && s[self.pos] != b'\n' {
                         self.pos += 1;
                     }
+                    return Some(Tok::Directive(start, self.pos));
                 }
                 b'"' | b'\'' => {
                     self.at_line_start = false;
@@ -235,8 +274,7 @@ impl<'a> Lexer<'a> {
     }
 }
 
-fn scan_edits(src: &str) -> Vec<Edit> {
-    let bytes = src.as_bytes();
+fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
     // Cheap exit: most translation units contain none of the rewritten words.
     const WORDS: [&str; 7] = [
         "__thread",
@@ -251,15 +289,6 @@ fn scan_edits(src: &str) -> Vec<Edit> {
         WORDS.iter().any(|w| src.contains(w)) || src.contains("_Nonnull") || src.contains("goto");
     if !needs_work {
         return Vec::new();
-    }
-    let mut lexer = Lexer {
-        src: bytes,
-        pos: 0,
-        at_line_start: true,
-    };
-    let mut toks = Vec::new();
-    while let Some(t) = lexer.next() {
-        toks.push(t);
     }
     let mut edits = Vec::new();
     let mut i = 0;
@@ -292,7 +321,7 @@ fn scan_edits(src: &str) -> Vec<Edit> {
                 continue;
             }
         } else if matches!(w, "asm" | "__asm" | "__asm__") {
-            i = asm_goto_edits(src, &toks, i, &mut edits);
+            i = asm_goto_edits(src, toks, i, &mut edits);
             continue;
         }
         i += 1;
@@ -305,7 +334,7 @@ fn scan_edits(src: &str) -> Vec<Edit> {
 fn asm_goto_edits(src: &str, toks: &[Tok], i: usize, edits: &mut Vec<Edit>) -> usize {
     let word = |t: &Tok| match *t {
         Tok::Ident(a, b) => &src[a..b],
-        Tok::Punct(..) => "",
+        Tok::Punct(..) | Tok::Directive(..) => "",
     };
     let mut j = i + 1;
     let mut goto_at = None;

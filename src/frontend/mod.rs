@@ -10,12 +10,14 @@
 
 pub mod compat;
 pub mod compdb;
+pub mod driver;
 pub mod error;
 pub mod layout;
 pub mod lower;
 pub mod parse;
 pub mod ppcache;
 pub mod preprocess;
+mod prune;
 pub mod source_map;
 
 pub use error::{ErrorKind, FrontendError};

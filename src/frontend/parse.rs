@@ -88,7 +88,7 @@ pub struct ParsedUnit {
 }
 
 /// C keywords, which are never the identifier of an implicit-`int` declaration.
-fn is_keyword(word: &str) -> bool {
+pub(super) fn is_keyword(word: &str) -> bool {
     lang_c_keywords().contains(&word)
 }
 

@@ -3,9 +3,9 @@
 //! path and the source bytes; an entry records every file the unit included (from its line
 //! markers) with the hash of its bytes, and is used only while all of them are unchanged.
 //!
-//! Entries are files `<key>.json` in the cache directory (`$RACEDAR_CACHE_DIR`, else
-//! `$XDG_CACHE_HOME/racedar/pp`, else `~/.cache/racedar/pp`). A missing, unreadable or stale
-//! entry is a miss; failing to write one is ignored (the cache only saves time).
+//! Entries are files `<key>.json` in `<cache>/pp`, where `<cache>` is [`cache_root`]. A missing,
+//! unreadable or stale entry is a miss; failing to write one is ignored (the cache only saves
+//! time).
 
 use super::compdb::Unit;
 use super::preprocess::Preprocessed;
@@ -21,15 +21,23 @@ struct Entry {
     text: String,
 }
 
-/// The cache directory, when one can be named.
-pub fn default_dir() -> Option<PathBuf> {
+/// racedar's cache directory, when one can be named: `$RACEDAR_CACHE_DIR`, else
+/// `$XDG_CACHE_HOME/racedar`, else `~/.cache/racedar`. It holds preprocessed units (`pp/`,
+/// this module) and the preprocessor commands of compiler drivers (`driver/`, see
+/// [`super::driver`]).
+pub fn cache_root() -> Option<PathBuf> {
     if let Some(d) = std::env::var_os("RACEDAR_CACHE_DIR") {
         return Some(PathBuf::from(d));
     }
     let base = std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("racedar").join("pp"))
+    Some(base.join("racedar"))
+}
+
+/// The directory of preprocessed units: `<cache_root>/pp`.
+pub fn default_dir() -> Option<PathBuf> {
+    cache_root().map(|r| r.join("pp"))
 }
 
 fn hex(bytes: &[u8]) -> String {

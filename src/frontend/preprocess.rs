@@ -134,32 +134,68 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
     let (program, lead) = words
         .split_first()
         .ok_or_else(|| FrontendError::file(ErrorKind::Usage, name, "empty preprocessor command"))?;
-    let mut cmd = Command::new(program);
-    cmd.args(lead);
-    cmd.arg("-D__RACEDAR__=1");
+    let mut args: Vec<String> = lead.to_vec();
+    args.push("-D__RACEDAR__=1".to_string());
     if let Some(std) = &opts.std {
-        cmd.arg(format!("-std={std}"));
+        args.push(format!("-std={std}"));
     }
     for d in &opts.include_dirs {
-        cmd.arg("-I").arg(d);
+        args.push("-I".to_string());
+        args.push(d.display().to_string());
     }
     for d in &opts.defines {
-        cmd.arg(format!("-D{d}"));
+        args.push(format!("-D{d}"));
     }
     for u in &opts.undefines {
-        cmd.arg(format!("-U{u}"));
+        args.push(format!("-U{u}"));
     }
     for i in &opts.includes {
-        cmd.arg("-include").arg(i);
+        args.push("-include".to_string());
+        args.push(i.display().to_string());
     }
-    cmd.args(&opts.extra);
-    if let Some(dir) = &opts.cwd {
-        cmd.current_dir(dir);
-    }
+    args.extend(opts.extra.iter().cloned());
     // Whatever the extension, the input is C (gcc would ignore an unknown one as linker input).
-    cmd.arg("-x").arg("c").arg(path);
-    tracing::debug!(?cmd, "preprocessing");
-    let out = cmd.output().map_err(|e| {
+    args.push("-x".to_string());
+    args.push("c".to_string());
+    let cwd = opts.cwd.as_deref();
+    // The driver's own preprocessor command, when known (an explicit `--cpp` runs as given).
+    let cache = (opts.cpp.is_none() && super::driver::enabled())
+        .then(super::ppcache::cache_root)
+        .flatten();
+    let direct = cache
+        .as_deref()
+        .and_then(|c| super::driver::direct_command(c, program, &args, path, cwd));
+    let spawn = |words: Option<&[String]>| {
+        let mut cmd = match words {
+            Some([exe, rest @ ..]) => {
+                let mut c = Command::new(exe);
+                c.args(rest);
+                c
+            }
+            _ => {
+                let mut c = Command::new(program);
+                c.args(&args).arg(path);
+                c
+            }
+        };
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        tracing::debug!(?cmd, "preprocessing");
+        cmd.output()
+    };
+    let out = match direct.as_deref().map(|w| spawn(Some(w))) {
+        Some(Ok(out)) => Ok(out),
+        Some(Err(_)) => {
+            // The cached preprocessor is gone (a compiler upgrade): ask the driver again next time.
+            if let Some(c) = &cache {
+                super::driver::forget(c, program, &args, cwd);
+            }
+            spawn(None)
+        }
+        None => spawn(None),
+    };
+    let out = out.map_err(|e| {
         FrontendError::file(
             ErrorKind::Preprocess,
             name,
