@@ -430,7 +430,12 @@ fn check(args: &CheckArgs) -> ExitCode {
 }
 
 fn check_files(args: &CheckArgs) -> ExitCode {
-    let mut model = Model::shipped();
+    // The shipped concurrency model is parsed while the front end runs: it is needed only
+    // after it, and parsing it costs as much as analysing a small program.
+    let shipped = std::thread::Builder::new()
+        .name("model".into())
+        .spawn(Model::shipped);
+    let mut configs = Vec::new();
     for path in &args.configs {
         let name = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
@@ -443,13 +448,15 @@ fn check_files(args: &CheckArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        if let Err(e) = model.add_toml(&name, &text) {
+        // Checked now, so that a bad model is reported before any analysis.
+        if let Err(e) = Model::default().add_toml(&name, &text) {
             if !claim_output() {
                 yield_output();
             }
             eprintln!("{e}");
             return ExitCode::from(2);
         }
+        configs.push((name, text));
     }
     let loaded = match &args.compile_commands {
         Some(db) => {
@@ -472,6 +479,19 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         Ok(x) => x,
         Err(e) => return report_error(&e),
     };
+    let mut model = match shipped.map(std::thread::JoinHandle::join) {
+        Ok(Ok(m)) => m,
+        _ => Model::shipped(),
+    };
+    for (name, text) in &configs {
+        if let Err(e) = model.add_toml(name, text) {
+            if !claim_output() {
+                yield_output();
+            }
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    }
     let opts = AnalysisOptions {
         backend: match args.backend {
             BackendArg::Syntactic => BackendKind::Syntactic,
