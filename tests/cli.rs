@@ -275,6 +275,66 @@ fn cpp_option_and_cc_variable_choose_the_preprocessor() {
     assert_eq!(out.status.code(), Some(0));
 }
 
+/// The default preprocessor runs through the driver's own preprocessor command, cached in
+/// `driver/` of the cache directory: the report is the one the driver gives, and a cached
+/// command that no longer starts (a compiler upgrade) falls back to the driver and is
+/// forgotten.
+#[test]
+fn the_driver_shortcut_gives_the_drivers_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let run = |direct: &str| {
+        let out = racedar()
+            .env("RACEDAR_CACHE_DIR", &cache)
+            .env("RACEDAR_DIRECT_CPP", direct)
+            .args([
+                "check",
+                "--format",
+                "json",
+                "tests/fixtures/races/simple_lock.c",
+            ])
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v.as_object_mut().map(|o| o.remove("stats"));
+        v
+    };
+    let via_driver = run("0");
+    let entries = || {
+        std::fs::read_dir(cache.join("driver"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    assert!(entries().is_empty(), "RACEDAR_DIRECT_CPP=0 probes nothing");
+    assert_eq!(run("1"), via_driver);
+    let cached = entries();
+    assert_eq!(cached.len(), 1);
+    let text = std::fs::read_to_string(&cached[0]).expect("entry");
+    assert!(text.contains("\"Input\""), "{text}");
+    assert_eq!(run("1"), via_driver, "from the cache");
+    std::fs::write(
+        &cached[0],
+        r#"{"command":[{"Literal":"/nonexistent/racedar-cc1"},"Input"]}"#,
+    )
+    .expect("write");
+    assert_eq!(
+        run("1"),
+        via_driver,
+        "a stale command falls back to the driver"
+    );
+    assert!(entries().is_empty(), "and is forgotten");
+}
+
 #[test]
 fn preprocessed_files_skip_the_preprocessor() {
     // `.i` input is read as is: a failing CC does not matter.

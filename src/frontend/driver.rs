@@ -63,11 +63,13 @@ pub fn direct_command(
         .and_then(|t| serde_json::from_str::<Entry>(&t).ok());
     let entry = match cached {
         Some(e) => e,
+        // Probing costs a driver run: only when the answer can be kept.
+        None if std::fs::create_dir_all(&dir).is_err() => return None,
         None => {
             let e = Entry {
                 command: probe(program, args, input, cwd),
             };
-            store(&dir, &file, &e);
+            store(&file, &e);
             e
         }
     };
@@ -191,17 +193,15 @@ fn template(listing: &str, input: &str) -> Option<Vec<Arg>> {
     out.contains(&Arg::Input).then_some(out)
 }
 
-/// Writes `e` to `file` atomically (write, then rename); failures are ignored (the cache only
-/// saves time).
-fn store(dir: &Path, file: &Path, e: &Entry) {
+/// Writes `e` to `file` in the existing directory atomically (write, then rename); failures
+/// are ignored (the cache only saves time).
+fn store(file: &Path, e: &Entry) {
     let Ok(json) = serde_json::to_string(e) else {
         return;
     };
-    if std::fs::create_dir_all(dir).is_ok() {
-        let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
-        if std::fs::write(&tmp, json).is_ok() {
-            let _ = std::fs::rename(&tmp, file);
-        }
+    let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, json).is_ok() {
+        let _ = std::fs::rename(&tmp, file);
     }
 }
 
