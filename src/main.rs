@@ -181,8 +181,8 @@ struct CheckArgs {
     /// unit with its own flags, linked into one program.
     #[arg(short = 'p', long = "compile-commands", value_name = "FILE")]
     compile_commands: Option<PathBuf>,
-    /// Do not reuse or store preprocessed units of `-p` projects (cache:
-    /// `pp/` in `$RACEDAR_CACHE_DIR`, else in `~/.cache/racedar`).
+    /// Do not reuse or store preprocessed units (`.c` files and `-p` projects; cache: `pp/`
+    /// in `$RACEDAR_CACHE_DIR`, else in `~/.cache/racedar`).
     #[arg(long)]
     no_cache: bool,
     /// Report only races with an access in one of the FILE arguments (the program is the
@@ -388,8 +388,12 @@ fn report_error(e: &FrontendError) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn load(input: &InputArgs, files: &[PathBuf]) -> Result<(Program, RunStats), FrontendError> {
-    let (program, fs) = frontend::load(files, &input.frontend_options())?;
+fn load(
+    input: &InputArgs,
+    files: &[PathBuf],
+    cache: Option<&Path>,
+) -> Result<(Program, RunStats), FrontendError> {
+    let (program, fs) = frontend::load_cached(files, &input.frontend_options(), cache)?;
     let run = RunStats::from_frontend(&fs, &program);
     Ok((program, run))
 }
@@ -473,7 +477,12 @@ fn check_files(args: &CheckArgs) -> ExitCode {
                     (program, run)
                 })
         }
-        None => load(&args.input, &args.files),
+        None => {
+            let cache = (!args.no_cache)
+                .then(frontend::ppcache::default_dir)
+                .flatten();
+            load(&args.input, &args.files, cache.as_deref())
+        }
     };
     let (mut program, mut run) = match loaded {
         Ok(x) => x,
@@ -651,7 +660,7 @@ fn check_files(args: &CheckArgs) -> ExitCode {
 }
 
 fn dump_ir(args: &DumpArgs) -> ExitCode {
-    let (mut program, _) = match load(&args.input, std::slice::from_ref(&args.file)) {
+    let (mut program, _) = match load(&args.input, std::slice::from_ref(&args.file), None) {
         Ok(x) => x,
         Err(e) => return report_error(&e),
     };

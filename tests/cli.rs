@@ -289,6 +289,7 @@ fn the_driver_shortcut_gives_the_drivers_report() {
             .env("RACEDAR_DIRECT_CPP", direct)
             .args([
                 "check",
+                "--no-cache",
                 "--format",
                 "json",
                 "tests/fixtures/races/simple_lock.c",
@@ -333,6 +334,46 @@ fn the_driver_shortcut_gives_the_drivers_report() {
         "a stale command falls back to the driver"
     );
     assert!(entries().is_empty(), "and is forgotten");
+}
+
+/// A `.c` file's preprocessed text is cached by content: the second run reuses it, and
+/// changing an included header invalidates it (the result follows the header).
+#[test]
+fn single_files_are_cached_until_a_header_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let header = dir.path().join("shared.h");
+    std::fs::write(&header, "int counter;\n").expect("write");
+    let src = dir.path().join("m.c");
+    std::fs::write(
+        &src,
+        "#include <pthread.h>\n#include \"shared.h\"\n\
+         void *w(void *a) { counter++; return a; }\n\
+         int main(void) { pthread_t t; pthread_create(&t, 0, w, 0); counter++; return 0; }\n",
+    )
+    .expect("write");
+    let run = || {
+        let out = racedar()
+            .env("RACEDAR_CACHE_DIR", &cache)
+            .args(["check", "--format", "json"])
+            .arg(&src)
+            .output()
+            .expect("runs");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v["races"][0]["location"].as_str().unwrap_or("").to_string()
+    };
+    let entries = || {
+        std::fs::read_dir(cache.join("pp"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(run(), "counter");
+    assert_eq!(entries(), 1);
+    assert_eq!(run(), "counter");
+    assert_eq!(entries(), 1, "a second run adds no entry");
+    std::fs::write(&header, "int total;\n#define counter total\n").expect("write");
+    assert_eq!(run(), "total");
+    assert_eq!(entries(), 1, "the stale entry is replaced");
 }
 
 #[test]

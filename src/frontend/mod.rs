@@ -59,11 +59,41 @@ pub fn load(
     paths: &[PathBuf],
     opts: &FrontendOptions,
 ) -> Result<(Program, FrontendStats), FrontendError> {
+    load_cached(paths, opts, None)
+}
+
+/// [`load`], reusing preprocessed `.c` files from the cache directory `cache` while the source
+/// and every file it includes are unchanged, and storing them there (see [`ppcache`]).
+///
+/// Errors: as [`load`].
+pub fn load_cached(
+    paths: &[PathBuf],
+    opts: &FrontendOptions,
+    cache: Option<&std::path::Path>,
+) -> Result<(Program, FrontendStats), FrontendError> {
     let mut pb = lower::ProgramBuilder::new(opts.data_model);
     let mut stats = FrontendStats::default();
     for path in paths {
         let t0 = Instant::now();
-        let pp = preprocess::preprocess(path, &opts.preprocess)?;
+        let is_preprocessed = path.extension().is_some_and(|e| e == "i");
+        let pp = match cache.filter(|_| !is_preprocessed) {
+            Some(dir) => {
+                let unit = compdb::Unit {
+                    path: path.clone(),
+                    name: path.display().to_string(),
+                    preprocess: opts.preprocess.clone(),
+                };
+                match ppcache::lookup(dir, &unit) {
+                    Some(pp) => pp,
+                    None => {
+                        let pp = preprocess::preprocess(path, &opts.preprocess)?;
+                        ppcache::store(dir, &unit, &pp);
+                        pp
+                    }
+                }
+            }
+            None => preprocess::preprocess(path, &opts.preprocess)?,
+        };
         stats.preprocess += t0.elapsed();
         lower_preprocessed(&mut pb, pp, &mut stats)?;
     }
