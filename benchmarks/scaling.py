@@ -45,7 +45,7 @@ def measure(racedar, path, repeat, extra):
     """Median wall, max RSS and the per-phase times (of the median run) of `path`."""
     runs = []
     for _ in range(repeat):
-        wall, rss, code, out = run_once([racedar, "check", "--format", "json", *extra, path])
+        wall, rss, code, out = run_once([racedar, "check", "--no-cache", "--format", "json", *extra, path])
         try:
             report = json.loads(out)
         except ValueError:

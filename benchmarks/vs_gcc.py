@@ -2,8 +2,8 @@
 """racedar against `gcc -fsyntax-only`: wall time per corpus task, side by side.
 
 For every task of the selected suites (default: svcomp) runs, on the same file with the same
-include directories, `racedar check --format json --data-model M -I ... FILE` (what
-score.py runs) and `gcc -fsyntax-only -I ... FILE` (preprocessing and parsing only; the
+include directories, `racedar check --no-cache --format json --data-model M -I ... FILE`
+(what score.py runs; `--no-cache` so that every repetition preprocesses, as gcc does) and `gcc -fsyntax-only -I ... FILE` (preprocessing and parsing only; the
 `.c` files are read with the host's headers by both, see README "How C is read"), each
 --repeat times, and keeps the median wall time of each. Prints a summary (medians, p90 and
 the median of the per-task ratios racedar / gcc) and the tasks with the largest ratios.
@@ -74,7 +74,7 @@ def main():
         includes = []
         for d in t.get("include_dirs", []):
             includes += ["-I", os.path.join(args.corpus, d)]
-        r, rcode = median_wall([args.racedar, "check", "--format", "json", "--data-model",
+        r, rcode = median_wall([args.racedar, "check", "--no-cache", "--format", "json", "--data-model",
                                 t["data_model"], *includes, path], args.repeat)
         g, gcode = median_wall([args.cc, "-fsyntax-only", "-w", *includes, path], args.repeat)
         rows.append({"id": t["id"], "racedar_s": r, "gcc_s": g, "ratio": r / g if g > 0 else 0.0,
