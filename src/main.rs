@@ -715,7 +715,9 @@ fn main() -> ExitCode {
     {
         watch(&finished, start, args);
     }
-    match worker.join() {
+    let joined = worker.join();
+    frontend::ppcache::finish_stores();
+    match joined {
         Ok(code) => code,
         Err(panic) => std::panic::resume_unwind(panic),
     }

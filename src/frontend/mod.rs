@@ -63,7 +63,8 @@ pub fn load(
 }
 
 /// [`load`], reusing preprocessed `.c` files from the cache directory `cache` while the source
-/// and every file it includes are unchanged, and storing them there (see [`ppcache`]).
+/// and every file it includes are unchanged, and storing them there (see [`ppcache`]; the
+/// caller waits for the stores with [`ppcache::finish_stores`] before the process ends).
 ///
 /// Errors: as [`load`].
 pub fn load_cached(
@@ -87,7 +88,7 @@ pub fn load_cached(
                     Some(pp) => pp,
                     None => {
                         let pp = preprocess::preprocess(path, &opts.preprocess)?;
-                        ppcache::store(dir, &unit, &pp);
+                        ppcache::store_in_background(dir, &unit, &pp);
                         pp
                     }
                 }

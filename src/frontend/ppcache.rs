@@ -134,3 +134,36 @@ pub fn store(dir: &Path, unit: &Unit, pp: &Preprocessed) {
         }
     }
 }
+
+/// Stores still being written by [`store_in_background`].
+static PENDING: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// [`store`] on another thread, so that writing the entry overlaps parsing and analysis;
+/// [`finish_stores`] waits for it. Falls back to storing now when no thread can be started.
+pub fn store_in_background(dir: &Path, unit: &Unit, pp: &Preprocessed) {
+    let (dir, unit, pp) = (dir.to_path_buf(), unit.clone(), pp.clone());
+    match std::thread::Builder::new()
+        .name("ppcache".into())
+        .spawn(move || store(&dir, &unit, &pp))
+    {
+        Ok(h) => {
+            if let Ok(mut v) = PENDING.lock() {
+                v.push(h);
+            }
+        }
+        Err(e) => tracing::debug!("cannot start a cache writer: {e}"),
+    }
+}
+
+/// Waits for the entries [`store_in_background`] is writing (call before the process ends,
+/// or a half-written temporary file may stay behind; a reader never sees it).
+pub fn finish_stores() {
+    let pending = PENDING
+        .lock()
+        .map(|mut v| std::mem::take(&mut *v))
+        .unwrap_or_default();
+    for h in pending {
+        let _ = h.join();
+    }
+}
