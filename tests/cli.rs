@@ -376,6 +376,34 @@ fn single_files_are_cached_until_a_header_changes() {
     assert_eq!(entries(), 1, "the stale entry is replaced");
 }
 
+/// An empty or relative cache location never puts the cache in the current directory.
+#[test]
+fn the_cache_never_lands_in_the_current_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/races/simple_lock.c");
+    for (xdg, home) in [("", "/nonexistent-home"), ("relative", "also-relative")] {
+        let out = racedar()
+            .current_dir(dir.path())
+            .env_remove("RACEDAR_CACHE_DIR")
+            .env("XDG_CACHE_HOME", xdg)
+            .env("HOME", home)
+            .args(["check", "--format", "json"])
+            .arg(&fixture)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
+
 #[test]
 fn preprocessed_files_skip_the_preprocessor() {
     // `.i` input is read as is: a failing CC does not matter.

@@ -24,16 +24,27 @@ struct Entry {
 }
 
 /// racedar's cache directory, when one can be named: `$RACEDAR_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/racedar`, else `~/.cache/racedar`. It holds preprocessed units (`pp/`,
-/// this module) and the preprocessor commands of compiler drivers (`driver/`, see
+/// `$XDG_CACHE_HOME/racedar`, else `~/.cache/racedar`. Empty values are unset, and
+/// `XDG_CACHE_HOME` and `HOME` count only when absolute (XDG Base Directory specification), so
+/// the cache never lands in the current directory by accident. It holds preprocessed units
+/// (`pp/`, this module) and the preprocessor commands of compiler drivers (`driver/`, see
 /// [`super::driver`]).
 pub fn cache_root() -> Option<PathBuf> {
-    if let Some(d) = std::env::var_os("RACEDAR_CACHE_DIR") {
-        return Some(PathBuf::from(d));
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(d) = var("RACEDAR_CACHE_DIR") {
+        return Some(d);
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let base = var("XDG_CACHE_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            var("HOME")
+                .filter(|p| p.is_absolute())
+                .map(|h| h.join(".cache"))
+        })?;
     Some(base.join("racedar"))
 }
 
