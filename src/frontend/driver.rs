@@ -15,6 +15,7 @@
 //! names the input other than as a whole argument, gets "no shortcut" (also cached), and
 //! racedar runs the driver as before. `RACEDAR_DIRECT_CPP=0` turns the shortcut off.
 
+use super::ppcache::{file_stamp, hex, write_atomically};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -97,28 +98,14 @@ pub fn forget(cache: &Path, program: &str, args: &[String], cwd: Option<&Path>) 
 /// working directory and the arguments.
 fn key(program: &str, args: &[String], cwd: Option<&Path>) -> Option<String> {
     let exe = resolve(program, cwd)?;
-    let meta = std::fs::metadata(&exe).ok()?;
-    let mtime = meta
-        .modified()
-        .ok()?
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?;
+    let stamp = file_stamp(&exe)?;
     let mut h = Sha256::new();
-    h.update(
-        format!(
-            "{}|{}|{}|{:?}|",
-            exe.display(),
-            meta.len(),
-            mtime.as_nanos(),
-            cwd
-        )
-        .as_bytes(),
-    );
+    h.update(format!("{}|{stamp}|{cwd:?}|", exe.display()).as_bytes());
     for a in args {
         h.update(a.as_bytes());
         h.update([0u8]);
     }
-    Some(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Some(hex(&h.finalize()))
 }
 
 /// `program` as a file: itself when it names a path, else the first match on `PATH`.
@@ -193,15 +180,10 @@ fn template(listing: &str, input: &str) -> Option<Vec<Arg>> {
     out.contains(&Arg::Input).then_some(out)
 }
 
-/// Writes `e` to `file` in the existing directory atomically (write, then rename); failures
-/// are ignored (the cache only saves time).
+/// Writes `e` to `file` in the existing directory ([`write_atomically`]).
 fn store(file: &Path, e: &Entry) {
-    let Ok(json) = serde_json::to_string(e) else {
-        return;
-    };
-    let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
-    if std::fs::write(&tmp, json).is_ok() {
-        let _ = std::fs::rename(&tmp, file);
+    if let Ok(json) = serde_json::to_string(e) {
+        write_atomically(file, &json);
     }
 }
 

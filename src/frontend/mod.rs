@@ -76,25 +76,14 @@ pub fn load_cached(
     let mut stats = FrontendStats::default();
     for path in paths {
         let t0 = Instant::now();
-        let is_preprocessed = path.extension().is_some_and(|e| e == "i");
-        let pp = match cache.filter(|_| !is_preprocessed) {
-            Some(dir) => {
-                let unit = compdb::Unit {
-                    path: path.clone(),
-                    name: path.display().to_string(),
-                    preprocess: opts.preprocess.clone(),
-                };
-                match ppcache::lookup(dir, &unit) {
-                    Some(pp) => pp,
-                    None => {
-                        let pp = preprocess::preprocess(path, &opts.preprocess)?;
-                        ppcache::store_in_background(dir, &unit, &pp);
-                        pp
-                    }
-                }
-            }
-            None => preprocess::preprocess(path, &opts.preprocess)?,
+        let unit = compdb::Unit {
+            path: path.clone(),
+            name: path.display().to_string(),
+            preprocess: opts.preprocess.clone(),
         };
+        // `.i` files are only read: nothing to cache.
+        let cache = cache.filter(|_| !preprocess::is_preprocessed(path));
+        let pp = preprocess_unit(&unit, cache, true)?;
         stats.preprocess += t0.elapsed();
         lower_preprocessed(&mut pb, pp, &mut stats)?;
     }
@@ -128,17 +117,7 @@ pub fn load_units(
     let pre: Vec<Result<preprocess::Preprocessed, FrontendError>> = units
         .par_iter()
         .map(|u| {
-            let cached = cache.and_then(|d| ppcache::lookup(d, u));
-            let mut pp = match cached {
-                Some(pp) => pp,
-                None => {
-                    let pp = preprocess::preprocess_named(&u.path, &u.name, &u.preprocess)?;
-                    if let Some(d) = cache {
-                        ppcache::store(d, u, &pp);
-                    }
-                    pp
-                }
-            };
+            let mut pp = preprocess_unit(u, cache, false)?;
             pp.text = compdb::rename_markers(&pp.text, u.preprocess.cwd.as_deref());
             if let Some(b) = &bar {
                 b.inc(1);
@@ -158,6 +137,28 @@ pub fn load_units(
         lower_preprocessed(&mut pb, pp?, &mut stats)?;
     }
     Ok((pb.finish(), stats))
+}
+
+/// Preprocesses `u`, or takes it from the cache in `cache` (see [`ppcache`]) and stores it
+/// there after a miss: on a background thread when `background` (the caller then waits with
+/// [`ppcache::finish_stores`]), else before returning.
+///
+/// Errors: as [`preprocess::preprocess_named`].
+fn preprocess_unit(
+    u: &compdb::Unit,
+    cache: Option<&std::path::Path>,
+    background: bool,
+) -> Result<preprocess::Preprocessed, FrontendError> {
+    if let Some(pp) = cache.and_then(|d| ppcache::lookup(d, u)) {
+        return Ok(pp);
+    }
+    let pp = preprocess::preprocess_named(&u.path, &u.name, &u.preprocess)?;
+    match cache {
+        Some(d) if background => ppcache::store_in_background(d, u, &pp),
+        Some(d) => ppcache::store(d, u, &pp),
+        None => {}
+    }
+    Ok(pp)
 }
 
 /// Parses and lowers one preprocessed unit into the program, counting its size and times.

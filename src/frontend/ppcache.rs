@@ -53,12 +53,13 @@ pub fn default_dir() -> Option<PathBuf> {
     cache_root().map(|r| r.join("pp"))
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hexadecimal of `bytes` (cache keys).
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// `size:mtime_ns` of the file at `p`.
-fn file_stamp(p: &Path) -> Option<String> {
+pub(super) fn file_stamp(p: &Path) -> Option<String> {
     let m = std::fs::metadata(p).ok()?;
     let t = m
         .modified()
@@ -138,11 +139,17 @@ pub fn store(dir: &Path, unit: &Unit, pp: &Preprocessed) {
     if std::fs::create_dir_all(dir).is_ok()
         && let Ok(json) = serde_json::to_string(&entry)
     {
-        // Write then rename, so a concurrent reader never sees half an entry.
-        let tmp = dir.join(format!("{k}.{}.tmp", std::process::id()));
-        if std::fs::write(&tmp, json).is_ok() {
-            let _ = std::fs::rename(&tmp, dir.join(format!("{k}.json")));
-        }
+        write_atomically(&dir.join(format!("{k}.json")), &json);
+    }
+}
+
+/// Writes `contents` to `file` (in an existing directory) through a temporary file and a
+/// rename, so a concurrent reader never sees half of it; failures are ignored (the caches
+/// only save time).
+pub(super) fn write_atomically(file: &Path, contents: &str) {
+    let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
+    if std::fs::write(&tmp, contents).is_ok() {
+        let _ = std::fs::rename(&tmp, file);
     }
 }
 
@@ -151,7 +158,7 @@ static PENDING: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
     std::sync::Mutex::new(Vec::new());
 
 /// [`store`] on another thread, so that writing the entry overlaps parsing and analysis;
-/// [`finish_stores`] waits for it. Falls back to storing now when no thread can be started.
+/// [`finish_stores`] waits for it. When no thread can be started nothing is stored.
 pub fn store_in_background(dir: &Path, unit: &Unit, pp: &Preprocessed) {
     let (dir, unit, pp) = (dir.to_path_buf(), unit.clone(), pp.clone());
     match std::thread::Builder::new()

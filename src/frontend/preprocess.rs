@@ -80,8 +80,7 @@ pub fn preprocess_named(
             "not a C source file (binary content)",
         ));
     }
-    let is_preprocessed = path.extension().is_some_and(|e| e == "i");
-    let text = if is_preprocessed {
+    let text = if is_preprocessed(path) {
         bytes
     } else {
         run_cpp(path, &name, opts)?
@@ -90,6 +89,11 @@ pub fn preprocess_named(
         path: name,
         text: to_text(text),
     })
+}
+
+/// Whether `path` names an already preprocessed file (`.i`), which is read as it is.
+pub fn is_preprocessed(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "i")
 }
 
 fn io_reason(e: &std::io::Error) -> String {

@@ -156,32 +156,8 @@ fn continues_after_brace(src: &str, next: Option<&Tok>) -> bool {
 /// For a line marker `# LINE "FILE" FLAGS`, whether it enters system-header text (flag 3);
 /// `None` for other directive lines.
 fn marker_is_system(line: &str) -> Option<bool> {
-    let rest = line.strip_prefix('#')?.trim_start();
-    let rest = rest.strip_prefix("line").unwrap_or(rest).trim_start();
-    if !rest.starts_with(|c: char| c.is_ascii_digit()) {
-        return None;
-    }
-    // Flags follow the closing quote of the file name.
-    let flags = match rest.find('"') {
-        Some(open) => {
-            let name = &rest[open + 1..];
-            let mut close = None;
-            let mut escaped = false;
-            for (k, c) in name.char_indices() {
-                match c {
-                    '\\' if !escaped => escaped = true,
-                    '"' if !escaped => {
-                        close = Some(k);
-                        break;
-                    }
-                    _ => escaped = false,
-                }
-            }
-            &name[close? + 1..]
-        }
-        None => "",
-    };
-    Some(flags.split_whitespace().any(|f| f == "3"))
+    super::source_map::parse_marker_flags(line)
+        .map(|(_, _, flags)| flags.split_whitespace().any(|f| f == "3"))
 }
 
 /// The names a declaration `toks` (without its `;`) introduces, when it has one of the four

@@ -115,6 +115,12 @@ impl SourceMap {
 
 /// Parses `# 12 "file" flags` or `#line 12 "file"` into (12, file).
 fn parse_marker(line: &str) -> Option<(u32, String)> {
+    parse_marker_flags(line).map(|(num, name, _)| (num, name))
+}
+
+/// Parses `# 12 "file" flags` or `#line 12 "file"` into (12, file, the text after the closing
+/// quote: gcc's flags, `1` entering a file, `2` returning to one, `3` a system header).
+pub(super) fn parse_marker_flags(line: &str) -> Option<(u32, String, &str)> {
     let rest = line.strip_prefix('#')?.trim_start();
     let rest = rest.strip_prefix("line").unwrap_or(rest).trim_start();
     let digits = rest
@@ -127,12 +133,12 @@ fn parse_marker(line: &str) -> Option<(u32, String)> {
     let rest = rest[digits..].trim_start();
     let quoted = rest.strip_prefix('"')?;
     let mut name = String::new();
-    let mut chars = quoted.chars();
-    while let Some(c) = chars.next() {
+    let mut chars = quoted.char_indices();
+    while let Some((i, c)) = chars.next() {
         match c {
-            '"' => return Some((num, name)),
+            '"' => return Some((num, name, &quoted[i + 1..])),
             '\\' => {
-                if let Some(n) = chars.next() {
+                if let Some((_, n)) = chars.next() {
                     name.push(n);
                 }
             }
