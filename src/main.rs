@@ -439,7 +439,8 @@ fn check_files(args: &CheckArgs) -> ExitCode {
     let shipped = std::thread::Builder::new()
         .name("model".into())
         .spawn(Model::shipped);
-    let mut configs = Vec::new();
+    // The user's models, checked now so that a bad one is reported before any analysis.
+    let mut user = Model::default();
     for path in &args.configs {
         let name = path.display().to_string();
         let text = match std::fs::read_to_string(path) {
@@ -452,15 +453,13 @@ fn check_files(args: &CheckArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        // Checked now, so that a bad model is reported before any analysis.
-        if let Err(e) = Model::default().add_toml(&name, &text) {
+        if let Err(e) = user.add_toml(&name, &text) {
             if !claim_output() {
                 yield_output();
             }
             eprintln!("{e}");
             return ExitCode::from(2);
         }
-        configs.push((name, text));
     }
     let loaded = match &args.compile_commands {
         Some(db) => {
@@ -492,15 +491,7 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         Ok(Ok(m)) => m,
         _ => Model::shipped(),
     };
-    for (name, text) in &configs {
-        if let Err(e) = model.add_toml(name, text) {
-            if !claim_output() {
-                yield_output();
-            }
-            eprintln!("{e}");
-            return ExitCode::from(2);
-        }
-    }
+    model.extend(user);
     let opts = AnalysisOptions {
         backend: match args.backend {
             BackendArg::Syntactic => BackendKind::Syntactic,

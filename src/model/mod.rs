@@ -370,6 +370,19 @@ impl Model {
         Ok(())
     }
 
+    /// Adds every entry of `later`, which override this model's as if `later`'s files had been
+    /// added after this model's ([`Model::add_toml`]).
+    pub fn extend(&mut self, later: Model) {
+        self.by_name.extend(later.by_name);
+        for (p, role) in later.prefixes {
+            self.prefixes.retain(|(q, _)| *q != p);
+            self.prefixes.push((p, role));
+        }
+        // Longest prefix first.
+        self.prefixes
+            .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    }
+
     /// The role of a function by name, if the model knows it.
     pub fn role(&self, name: &str) -> Option<&Role> {
         self.by_name.get(name).or_else(|| {
@@ -612,5 +625,31 @@ mod tests {
             .add_toml("bad.toml", "[[function]]\nname = \"x\"\nrole = \"fly\"\n")
             .err();
         assert!(err.is_some_and(|e| e.to_string().starts_with("bad.toml:1: error:")));
+    }
+
+    /// Extending by a separately parsed model is adding its files afterwards.
+    #[test]
+    fn extending_is_adding_later() {
+        let mine = "[[function]]\nname = \"pthread_mutex_lock\"\nrole = \"ignore\"\n\
+                    [[function]]\nprefix = \"__atomic_\"\nrole = \"ignore\"\n";
+        let mut added = Model::shipped();
+        added
+            .add_toml("mine.toml", mine)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut user = Model::default();
+        user.add_toml("mine.toml", mine)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut extended = Model::shipped();
+        extended.extend(user);
+        for f in [
+            "pthread_mutex_lock",
+            "__atomic_fetch_add",
+            "__atomic_thread_fence",
+            "free",
+        ] {
+            assert_eq!(extended.role(f), added.role(f), "{f}");
+        }
+        assert_eq!(extended.role("pthread_mutex_lock"), Some(&Role::Ignore));
+        assert_eq!(extended.prefixes, added.prefixes);
     }
 }
