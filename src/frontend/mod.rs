@@ -10,6 +10,7 @@
 
 pub mod compat;
 pub mod compdb;
+pub mod cpp;
 pub mod driver;
 pub mod error;
 pub mod layout;

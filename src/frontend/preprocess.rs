@@ -188,6 +188,19 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
         tracing::debug!(?cmd, "preprocessing");
         cmd.output()
     };
+    // racedar's own preprocessor, configured like the driver's (see `super::cpp`).
+    let mut unknown = None;
+    if let (Some(c), Some(words)) = (&cache, &direct) {
+        if let Some(r) = builtin_cpp(c, words, path, cwd) {
+            match r {
+                Ok(text) => return Ok(text.into_bytes()),
+                Err(super::cpp::Bail::Unknown(q)) => unknown = Some(q),
+                Err(super::cpp::Bail::Unsupported(why)) => {
+                    tracing::debug!(why, "in-process preprocessor gave up")
+                }
+            }
+        }
+    }
     let out = match direct.as_deref().map(|w| spawn(Some(w))) {
         Some(Ok(out)) => Ok(out),
         Some(Err(_)) => {
@@ -206,6 +219,11 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
             format!("cannot run the preprocessor '{program}': {e}"),
         )
     })?;
+    if let (Some(c), Some(words), Some(q)) = (&cache, &direct, &unknown) {
+        if let Some(at) = input_index(words, path) {
+            super::cpp::config::learn(c, words, at, cwd, q);
+        }
+    }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
         let status = out
@@ -225,6 +243,28 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
         return Err(err);
     }
     Ok(out.stdout)
+}
+
+/// Where the input file `path` stands in the preprocessor command `words`.
+fn input_index(words: &[String], path: &Path) -> Option<usize> {
+    let p = path.to_str()?;
+    words.iter().rposition(|w| w == p)
+}
+
+/// Runs the in-process preprocessor ([`super::cpp`]) on `path` with the configuration of the
+/// preprocessor command `words`; `None` when it is off or the command is not supported.
+fn builtin_cpp(
+    cache: &Path,
+    words: &[String],
+    path: &Path,
+    cwd: Option<&Path>,
+) -> Option<Result<String, super::cpp::Bail>> {
+    if !super::cpp::config::enabled() {
+        return None;
+    }
+    let at = input_index(words, path)?;
+    let config = super::cpp::config::load(cache, words, at, cwd)?;
+    Some(super::cpp::preprocess(&config, path, &words[at], cwd))
 }
 
 /// The first `file:line:col: error: msg` (or `fatal error`) line of a gcc/clang stderr, as

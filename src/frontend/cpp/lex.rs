@@ -1,0 +1,355 @@
+//! Preprocessing tokens of one source file (C11 §5.1.1.2 phases 1–3, §6.4).
+//!
+//! A file is lexed once, completely, into a vector of [`Tok`]s: backslash-newline splices are
+//! removed first (phase 2), comments become whitespace (phase 3), and every token records its
+//! physical line and byte column (from 1) and whether whitespace precedes it ([`SPACE`]) or it
+//! begins a logical line ([`BOL`]). A `<...>` after `#include`, `#include_next` or `#import` is
+//! one [`Kind::HeaderName`] token, as §6.4.7 asks. Spellings are interned ([`Interner`]).
+//!
+//! Lexing follows gcc's rules where C leaves room: `$` and bytes ≥ 0x80 are identifier
+//! characters, an unterminated quote makes the rest of its line one [`Kind::Other`] token, and
+//! digraphs are punctuators. Anything gcc would reject (an unterminated comment, a raw string)
+//! is a [`super::Bail`], so the system preprocessor reports it.
+
+use super::Bail;
+use rustc_hash::FxHashMap;
+
+/// An interned spelling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+/// Interned spellings of one preprocessor run.
+#[derive(Default)]
+pub struct Interner {
+    map: FxHashMap<Box<str>, Sym>,
+    names: Vec<Box<str>>,
+}
+
+impl Interner {
+    /// The symbol of `s`, interning it on first use.
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(&sym) = self.map.get(s) {
+            return sym;
+        }
+        let sym = Sym(self.names.len() as u32);
+        self.names.push(s.into());
+        self.map.insert(s.into(), sym);
+        sym
+    }
+
+    /// The spelling of `sym`.
+    pub fn str(&self, sym: Sym) -> &str {
+        &self.names[sym.0 as usize]
+    }
+
+}
+
+/// The kind of a preprocessing token (C11 §6.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// An identifier (keywords included).
+    Ident,
+    /// A preprocessing number.
+    Number,
+    /// A character constant, prefix included.
+    Char,
+    /// A string literal, prefix included.
+    Str,
+    /// A punctuator.
+    Punct,
+    /// A `<...>` header name (only after `#include`).
+    HeaderName,
+    /// Any other character, or an unterminated quote and the rest of its line.
+    Other,
+}
+
+/// Whitespace (or a comment) precedes the token on its logical line.
+pub const SPACE: u8 = 1;
+/// The token is the first of its logical line.
+pub const BOL: u8 = 2;
+/// The identifier named a macro that was being expanded: never expand it (C11 §6.10.3.4p2).
+pub const NO_EXPAND: u8 = 4;
+/// The token follows a macro expansion or an argument: the output separates it from the
+/// previous token if the two would lex as one (gcc's `avoid_paste`).
+pub const AVOID_PASTE: u8 = 8;
+/// The token was spelled in a system header (for a macro's tokens: where the macro was
+/// defined; gcc's `in_system_include_at`).
+pub const SYS: u8 = 16;
+/// The token was spelled by the compiler (a predefined macro's replacement).
+pub const BUILTIN: u8 = 32;
+
+/// A preprocessing token.
+#[derive(Clone, Copy, Debug)]
+pub struct Tok {
+    /// The spelling.
+    pub sym: Sym,
+    /// The kind.
+    pub kind: Kind,
+    /// [`SPACE`], [`BOL`], [`NO_EXPAND`], [`AVOID_PASTE`], [`SYS`] and [`BUILTIN`] bits.
+    pub flags: u8,
+    /// Physical line (from 1) in its file; for tokens of a macro body, the line of the
+    /// outermost invocation.
+    pub line: u32,
+    /// Byte column (from 1) in its physical line.
+    pub col: u32,
+}
+
+impl Tok {
+    /// Whether the token is the punctuator `p`.
+    pub fn is(&self, interner: &Interner, p: &str) -> bool {
+        self.kind == Kind::Punct && interner.str(self.sym) == p
+    }
+}
+
+/// Punctuators, longest first within each leading character (C11 §6.4.6).
+const PUNCTS: &[&str] = &[
+    "%:%:", "...", "<<=", ">>=", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
+    "*=", "/=", "%=", "+=", "-=", "&=", "^=", "|=", "##", "<:", ":>", "<%", "%>", "%:", "[", "]",
+    "(", ")", "{", "}", ".", "&", "*", "+", "-", "~", "!", "/", "%", "<", ">", "^", "|", "?", ":",
+    ";", "=", ",", "#",
+];
+
+fn is_ident_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+fn is_ident_cont(b: u8) -> bool {
+    is_ident_start(b) || b.is_ascii_digit()
+}
+
+/// The text of a file with backslash-newlines removed, and where they were.
+struct Spliced {
+    text: Vec<u8>,
+    /// Offsets in `text` where a splice was removed, ascending.
+    splices: Vec<usize>,
+}
+
+fn splice(src: &[u8]) -> Spliced {
+    if !src.contains(&b'\\') {
+        return Spliced {
+            text: src.to_vec(),
+            splices: Vec::new(),
+        };
+    }
+    let mut text = Vec::with_capacity(src.len());
+    let mut splices = Vec::new();
+    let mut i = 0;
+    while i < src.len() {
+        if src[i] == b'\\' {
+            // gcc allows whitespace between the backslash and the newline (with a warning).
+            let mut j = i + 1;
+            while j < src.len() && matches!(src[j], b' ' | b'\t' | b'\r') {
+                j += 1;
+            }
+            if j < src.len() && src[j] == b'\n' {
+                splices.push(text.len());
+                i = j + 1;
+                continue;
+            }
+        }
+        text.push(src[i]);
+        i += 1;
+    }
+    Spliced { text, splices }
+}
+
+/// Lexes a whole file.
+///
+/// Errors: [`Bail`] for an unterminated comment or a raw string literal.
+pub fn lex(src: &[u8], interner: &mut Interner) -> Result<Vec<Tok>, Bail> {
+    let Spliced { text, splices } = splice(src);
+    let s = &text[..];
+    let mut toks = Vec::with_capacity(s.len() / 4);
+    let mut i = 0;
+    let mut line: u32 = 1;
+    let mut line_start = 0usize;
+    let mut next_splice = 0usize;
+    let mut flags = BOL;
+    // State for header names: 0 = nothing, 1 = `#` at the start of a line, 2 = `# include`.
+    let mut hdr_state = 0u8;
+    let advance_splices = |pos: usize, line: &mut u32, line_start: &mut usize, ns: &mut usize| {
+        while *ns < splices.len() && splices[*ns] <= pos {
+            *line += 1;
+            *line_start = splices[*ns];
+            *ns += 1;
+        }
+    };
+    while i < s.len() {
+        let b = s[i];
+        match b {
+            b'\n' => {
+                i += 1;
+                advance_splices(i, &mut line, &mut line_start, &mut next_splice);
+                line += 1;
+                line_start = i;
+                flags = BOL;
+                hdr_state = 0;
+                continue;
+            }
+            b' ' | b'\t' | b'\r' | 0x0b | 0x0c => {
+                i += 1;
+                flags |= SPACE;
+                continue;
+            }
+            b'/' if s.get(i + 1) == Some(&b'*') => {
+                let end = s[i + 2..]
+                    .windows(2)
+                    .position(|w| w == b"*/")
+                    .ok_or(Bail::Unsupported("unterminated comment"))?;
+                let stop = i + 2 + end + 2;
+                // Newlines inside the comment still count lines.
+                for (k, &c) in s[i..stop].iter().enumerate() {
+                    if c == b'\n' {
+                        advance_splices(i + k, &mut line, &mut line_start, &mut next_splice);
+                        line += 1;
+                        line_start = i + k + 1;
+                    }
+                }
+                i = stop;
+                flags |= SPACE;
+                continue;
+            }
+            b'/' if s.get(i + 1) == Some(&b'/') => {
+                while i < s.len() && s[i] != b'\n' {
+                    i += 1;
+                }
+                flags |= SPACE;
+                continue;
+            }
+            _ => {}
+        }
+        advance_splices(i, &mut line, &mut line_start, &mut next_splice);
+        let start = i;
+        let col = (start - line_start + 1) as u32;
+        let kind;
+        if hdr_state == 2 && b == b'<' {
+            match s[i..].iter().position(|&c| c == b'>' || c == b'\n') {
+                Some(k) if s[i + k] == b'>' => {
+                    i += k + 1;
+                    kind = Kind::HeaderName;
+                }
+                _ => {
+                    i += 1;
+                    kind = Kind::Punct;
+                }
+            }
+        } else if is_ident_start(b) {
+            while i < s.len() && is_ident_cont(s[i]) {
+                i += 1;
+            }
+            let word = &s[start..i];
+            let prefix = matches!(word, b"L" | b"u" | b"U" | b"u8");
+            let raw = matches!(word, b"R" | b"LR" | b"uR" | b"UR" | b"u8R");
+            match s.get(i) {
+                Some(b'"') if raw => return Err(Bail::Unsupported("raw string literal")),
+                Some(&q @ (b'"' | b'\'')) if prefix && !(q == b'\'' && word == b"u8") => {
+                    kind = lex_quoted(s, &mut i, q);
+                }
+                _ => kind = Kind::Ident,
+            }
+        } else if b.is_ascii_digit() || (b == b'.' && s.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
+            i += 1;
+            while i < s.len() {
+                let c = s[i];
+                if matches!(c, b'+' | b'-') && matches!(s[i - 1], b'e' | b'E' | b'p' | b'P') {
+                    i += 1;
+                } else if is_ident_cont(c) || c == b'.' {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            kind = Kind::Number;
+        } else if b == b'"' || b == b'\'' {
+            kind = lex_quoted(s, &mut i, b);
+        } else if let Some(p) = PUNCTS.iter().find(|p| s[i..].starts_with(p.as_bytes())) {
+            i += p.len();
+            kind = Kind::Punct;
+        } else {
+            // One character (a whole UTF-8 sequence would have been an identifier).
+            i += 1;
+            kind = Kind::Other;
+        }
+        let spelling = std::str::from_utf8(&s[start..i])
+            .map_err(|_| Bail::Unsupported("source text is not UTF-8"))?;
+        let sym = interner.intern(spelling);
+        hdr_state = match (hdr_state, kind) {
+            (0, Kind::Punct) if flags & BOL != 0 && matches!(spelling, "#" | "%:") => 1,
+            (1, Kind::Ident) if matches!(spelling, "include" | "include_next" | "import") => 2,
+            _ => 3,
+        };
+        toks.push(Tok {
+            sym,
+            kind,
+            flags,
+            line,
+            col,
+        });
+        flags = 0;
+    }
+    Ok(toks)
+}
+
+/// Lexes a string or character literal from its opening quote `q` at or after `*i` (a prefix
+/// may precede it); an unterminated one takes the rest of the line as [`Kind::Other`].
+fn lex_quoted(s: &[u8], i: &mut usize, q: u8) -> Kind {
+    let mut j = *i + 1;
+    while j < s.len() {
+        match s[j] {
+            b'\\' if j + 1 < s.len() && s[j + 1] != b'\n' => j += 2,
+            b'\n' => break,
+            c if c == q => {
+                *i = j + 1;
+                return if q == b'"' { Kind::Str } else { Kind::Char };
+            }
+            _ => j += 1,
+        }
+    }
+    *i = j;
+    Kind::Other
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spell(src: &str) -> Vec<(String, u32, u32, u8)> {
+        let mut it = Interner::default();
+        let toks = lex(src.as_bytes(), &mut it).expect("lexes");
+        toks.iter()
+            .map(|t| (it.str(t.sym).to_string(), t.line, t.col, t.flags))
+            .collect()
+    }
+
+    #[test]
+    fn tokens_lines_columns_and_flags() {
+        let t = spell("int x = a+++b; /* c\n */ y\n#include <a b.h>\nL'x' 1.5e+3 .5 u8\"s\"");
+        let names: Vec<&str> = t.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "int", "x", "=", "a", "++", "+", "b", ";", "y", "#", "include", "<a b.h>", "L'x'",
+                "1.5e+3", ".5", "u8\"s\""
+            ]
+        );
+        assert_eq!(t[0], ("int".to_string(), 1, 1, BOL));
+        assert_eq!(t[8], ("y".to_string(), 2, 5, SPACE));
+        assert_eq!(t[9].1, 3);
+        assert_eq!(t[12].1, 4);
+    }
+
+    #[test]
+    fn splices_keep_physical_lines() {
+        let t = spell("#define A \\\n  1\nB");
+        assert_eq!(t[3], ("1".to_string(), 2, 3, SPACE));
+        assert_eq!(t[4], ("B".to_string(), 3, 1, BOL));
+    }
+
+    #[test]
+    fn unterminated_quote_is_other_and_comment_bails() {
+        let t = spell("don't x\ny");
+        assert_eq!(t[1].0, "'t x");
+        assert!(lex(b"/* open", &mut Interner::default()).is_err());
+    }
+}

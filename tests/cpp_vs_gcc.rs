@@ -1,0 +1,222 @@
+//! racedar's in-process preprocessor against the system one (`cc1 -E`, run through the
+//! driver's own command line): on small fixtures of the tricky cases and on every C file of the
+//! shared corpus (skipped, with a message, when absent), each non-directive output line must
+//! have the same file, line number and text (spacing included, so columns agree). A file the
+//! in-process preprocessor declines ([`Bail`]) is allowed but counted, and the count is bounded.
+
+use racedar::frontend::cpp::{self, config, Bail};
+use racedar::frontend::driver;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// (file, line, text) of every non-empty, non-directive line of `gcc -E`-style output.
+fn lines(text: &str) -> Vec<(String, u32, String)> {
+    let mut out = Vec::new();
+    let mut file = String::new();
+    let mut line = 1u32;
+    for l in text.lines() {
+        if let Some(rest) = l.strip_prefix("# ") {
+            let mut parts = rest.splitn(2, ' ');
+            if let (Some(n), Some(name)) = (parts.next(), parts.next()) {
+                if let (Ok(n), Some(q)) = (n.parse::<u32>(), name.strip_prefix('"')) {
+                    file = q.split('"').next().unwrap_or("").to_string();
+                    line = n;
+                    continue;
+                }
+            }
+        }
+        if !l.trim().is_empty() && !l.starts_with('#') {
+            out.push((file.clone(), line, l.trim_end().to_string()));
+        }
+        line += 1;
+    }
+    out
+}
+
+/// Outcome of one comparison.
+enum Outcome {
+    Same,
+    Declined(String),
+    Differs(String),
+}
+
+fn compare(cache: &Path, path: &Path, include_dirs: &[PathBuf]) -> Outcome {
+    let mut args: Vec<String> = vec!["-E".into(), "-D__RACEDAR__=1".into()];
+    for d in include_dirs {
+        args.push("-I".into());
+        args.push(d.display().to_string());
+    }
+    args.push("-x".into());
+    args.push("c".into());
+    let Some(words) = driver::direct_command(cache, "cc", &args, path, None) else {
+        return Outcome::Declined("no driver command".into());
+    };
+    let Some(at) = words.iter().rposition(|w| Path::new(w) == path) else {
+        return Outcome::Declined("input not in command".into());
+    };
+    let Some(cfg) = config::load(cache, &words, at, None) else {
+        return Outcome::Declined("configuration not supported".into());
+    };
+    let gcc = Command::new(&words[0])
+        .args(&words[1..])
+        .output()
+        .expect("cc1 runs");
+    let ours = match cpp::preprocess(&cfg, path, &words[at], None) {
+        Ok(t) => t,
+        Err(Bail::Unsupported(why)) => {
+            return if gcc.status.success() {
+                Outcome::Declined(why.to_string())
+            } else {
+                Outcome::Same
+            }
+        }
+        Err(Bail::Unknown(q)) => {
+            config::learn(cache, &words, at, None, &q);
+            let cfg = config::load(cache, &words, at, None).expect("config");
+            match cpp::preprocess(&cfg, path, &words[at], None) {
+                Ok(t) => t,
+                Err(e) => return Outcome::Declined(format!("{e:?} after learning {q:?}")),
+            }
+        }
+    };
+    if !gcc.status.success() {
+        return Outcome::Differs("gcc fails, racedar's preprocessor does not".into());
+    }
+    let theirs = String::from_utf8_lossy(&gcc.stdout);
+    let (a, b) = (lines(&ours), lines(&theirs));
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        if x != y {
+            return Outcome::Differs(format!(
+                "output line {i}: racedar {x:?}\n                 gcc     {y:?}"
+            ));
+        }
+    }
+    if a.len() != b.len() {
+        return Outcome::Differs(format!("{} lines vs gcc's {}", a.len(), b.len()));
+    }
+    Outcome::Same
+}
+
+/// Fixture sources exercising the preprocessor's corner cases.
+const FIXTURES: &[&str] = &[
+    "#define A 1\n#define F(x, y) x ## y + #x\nint a = A; int b = F(a, 2);\nint c = F(,);\n",
+    "#define E(fmt, ...) f(fmt, ## __VA_ARGS__)\nE(1); E(1, 2, 3); E(1,);\n",
+    "#define G(args...) g(args)\nG(); G(1,2);\n",
+    "#define f(x) x + f\n#define g f(1)(2)\ng; f(f(3));\n",
+    "#define EMPTY\n#define LPAREN (\nint EMPTY x; int y = EMPTY-1; -EMPTY-1; +EMPTY+;\n",
+    "#define h() H\n#define str(s) # s\n#define xstr(s) str(s)\nh() str( a  +  \"b\\n\" 'c' ) xstr(__LINE__)\n",
+    "#if 0\n#error no\n'unterminated\n#elif 1 + 1 == 2 && defined(__STDC__) && !defined X\nint ok;\n#else\nint bad;\n#endif\n",
+    "int a = \\\n  1 +\\\n2;\n\n\n\n\n\n\n\n\n\n\nint far;\n",
+    "#define M(a) a\nint x = M(1\n+\n2);\nint after;\n",
+    "#define f(x) [x]\nint f\n;\nf\n(1)\n",
+    "#include <stdio.h>\n#include <pthread.h>\n#include <assert.h>\nint main(void) { assert(1 == 1); printf(\"%d\", __LINE__); return 0; }\n",
+    "#include <limits.h>\n#include <stdint.h>\n#include <stddef.h>\n#if INT_MAX > 0 && UINT64_MAX == 0xffffffffffffffffULL\nint ok;\n#endif\n",
+    "#if __has_include(<stdio.h>) && !__has_include(\"nope.h\")\nint has;\n#endif\n#ifdef __has_attribute\nint attr = __has_attribute(noreturn);\n#endif\n",
+    "#define CAT(a, b) a ## b\nint CAT(x, 1) = CAT(0x, 1f); char *s = CAT(L, \"w\");\nint CAT(,y);\n",
+    "  #  define   SP   a   b\n\tSP  SP\n x = SP+SP;\n",
+];
+
+fn with_cache<T>(f: impl FnOnce(&Path) -> T) -> T {
+    let dir = tempfile::tempdir().expect("tempdir");
+    f(dir.path())
+}
+
+#[test]
+fn fixtures_match_gcc() {
+    with_cache(|cache| {
+        let src = tempfile::tempdir().expect("tempdir");
+        let mut failures = Vec::new();
+        for (i, text) in FIXTURES.iter().enumerate() {
+            let path = src.path().join(format!("f{i}.c"));
+            std::fs::write(&path, text).expect("write fixture");
+            match compare(cache, &path, &[]) {
+                Outcome::Same => {}
+                Outcome::Declined(why) => failures.push(format!("fixture {i}: declined: {why}")),
+                Outcome::Differs(d) => failures.push(format!("fixture {i}: {d}")),
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
+}
+
+#[test]
+fn declines_what_it_does_not_handle() {
+    with_cache(|cache| {
+        let src = tempfile::tempdir().expect("tempdir");
+        for (i, text) in [
+            "_Pragma(\"once\") int x;\n",
+            "#error stop\n",
+            "#line 10 \"x.c\"\nint x;\n",
+            "#define F(x) x\nF(\n#define Y\n1)\n",
+            "#include \"missing.h\"\n",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let path = src.path().join(format!("d{i}.c"));
+            std::fs::write(&path, text).expect("write");
+            let args = vec!["-E".to_string(), "-x".into(), "c".into()];
+            let words = driver::direct_command(cache, "cc", &args, &path, None).expect("driver");
+            let at = words
+                .iter()
+                .rposition(|w| Path::new(w) == path)
+                .expect("input");
+            let cfg = config::load(cache, &words, at, None).expect("config");
+            let r = cpp::preprocess(&cfg, &path, &words[at], None);
+            assert!(
+                matches!(r, Err(Bail::Unsupported(_))),
+                "case {i} should be declined: {r:?}"
+            );
+        }
+    });
+}
+
+#[test]
+fn corpus_matches_gcc() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    let Ok(manifest) = std::fs::read_to_string(root.join("manifest.jsonl")) else {
+        eprintln!("skipped: no corpus at {}", root.display());
+        return;
+    };
+    let mut tasks: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).expect("manifest line");
+        let path = v["path"].as_str().expect("path").to_string();
+        if !path.ends_with(".c") {
+            continue;
+        }
+        let dirs = v["include_dirs"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|d| d.as_str()).map(|d| root.join(d)).collect())
+            .unwrap_or_default();
+        tasks.entry(path).or_insert(dirs);
+    }
+    with_cache(|cache| {
+        let mut declined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut differs = Vec::new();
+        for (path, dirs) in &tasks {
+            match compare(cache, &root.join(path), dirs) {
+                Outcome::Same => {}
+                Outcome::Declined(why) => declined.entry(why).or_default().push(path.clone()),
+                Outcome::Differs(d) => differs.push(format!("{path}: {d}")),
+            }
+        }
+        let n_declined: usize = declined.values().map(Vec::len).sum();
+        eprintln!(
+            "{} files: {} same as gcc, {} declined, {} differ",
+            tasks.len(),
+            tasks.len() - n_declined - differs.len(),
+            n_declined,
+            differs.len()
+        );
+        for (why, files) in &declined {
+            eprintln!("declined ({why}): {}", files.join(" "));
+        }
+        assert!(differs.is_empty(), "{}", differs.join("\n"));
+        assert!(
+            n_declined * 20 <= tasks.len(),
+            "more than 5% of the corpus is declined"
+        );
+    });
+}
