@@ -4,7 +4,7 @@
 //! have the same file, line number and text (spacing included, so columns agree). A file the
 //! in-process preprocessor declines ([`Bail`]) is allowed but counted, and the count is bounded.
 
-use racedar::frontend::cpp::{self, config, Bail};
+use racedar::frontend::cpp::{self, Bail, config};
 use racedar::frontend::driver;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,12 +18,12 @@ fn lines(text: &str) -> Vec<(String, u32, String)> {
     for l in text.lines() {
         if let Some(rest) = l.strip_prefix("# ") {
             let mut parts = rest.splitn(2, ' ');
-            if let (Some(n), Some(name)) = (parts.next(), parts.next()) {
-                if let (Ok(n), Some(q)) = (n.parse::<u32>(), name.strip_prefix('"')) {
-                    file = q.split('"').next().unwrap_or("").to_string();
-                    line = n;
-                    continue;
-                }
+            if let (Some(n), Some(name)) = (parts.next(), parts.next())
+                && let (Ok(n), Some(q)) = (n.parse::<u32>(), name.strip_prefix('"'))
+            {
+                file = q.split('"').next().unwrap_or("").to_string();
+                line = n;
+                continue;
             }
         }
         if !l.trim().is_empty() && !l.starts_with('#') {
@@ -69,7 +69,7 @@ fn compare(cache: &Path, path: &Path, include_dirs: &[PathBuf]) -> Outcome {
                 Outcome::Declined(why.to_string())
             } else {
                 Outcome::Same
-            }
+            };
         }
         Err(Bail::Unknown(q)) => {
             config::learn(cache, &words, at, None, &q);
@@ -115,6 +115,19 @@ const FIXTURES: &[&str] = &[
     "#if __has_include(<stdio.h>) && !__has_include(\"nope.h\")\nint has;\n#endif\n#ifdef __has_attribute\nint attr = __has_attribute(noreturn);\n#endif\n",
     "#define CAT(a, b) a ## b\nint CAT(x, 1) = CAT(0x, 1f); char *s = CAT(L, \"w\");\nint CAT(,y);\n",
     "  #  define   SP   a   b\n\tSP  SP\n x = SP+SP;\n",
+    // C11 §6.10.3.5 EXAMPLE 3.
+    "#define x 3\n#define f(a) f(x * (a))\n#undef x\n#define x 2\n#define g f\n#define z z[0]\n\
+     #define h g(~\n#define m(a) a(w)\n#define w 0,1\n#define t(a) a\n#define p() int\n\
+     #define q(x) x\n#define r(x,y) x ## y\nf(y+1) + f(f(z)) % t(t(g)(0) + t)(1);\n\
+     g(x+(3,4)-w) | h 5) & m\n(f)^m(m);\np() i[q()] = { q(1), r(2,3), r(4,), r(,5), r(,) };\n",
+    // C11 §6.10.3.5 EXAMPLE 4 and 7.
+    "#define str(s) # s\n#define xstr(s) str(s)\n#define INCFILE(n) vers ## n\n\
+     #define glue(a, b) a ## b\n#define xglue(a, b) glue(a, b)\n#define HIGHLOW \"hello\"\n\
+     #define LOW LOW \", world\"\nglue(HIGH, LOW); xglue(HIGH, LOW)\nxstr(INCFILE(2).h)\n\
+     #define debug(...) fprintf(stderr, __VA_ARGS__)\n#define showlist(...) puts(#__VA_ARGS__)\n\
+     debug(\"X = %d\\n\", x); showlist(The first, second, and third items.);\n",
+    "#pragma pack(push, 1)\n#define P 1\n#pragma push_macro(\"P\")\n#undef P\n#define P 2\nint a = P;\n\
+     #pragma pop_macro(\"P\")\nint b = P;\n#pragma GCC diagnostic push\nint c;\n",
 ];
 
 fn with_cache<T>(f: impl FnOnce(&Path) -> T) -> T {
@@ -137,6 +150,44 @@ fn fixtures_match_gcc() {
             }
         }
         assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
+}
+
+#[test]
+fn include_search_matches_gcc() {
+    with_cache(|cache| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        let files = [
+            (
+                "main.c",
+                "#include \"local.h\"\n#include \"local.h\"\n#include <x.h>\n#include \"once.h\"\n\
+                        #include \"once.h\"\n#define HDR <x.h>\n#include HDR\n#define Q \"sub/q.h\"\n#include Q\n\
+                        int main_end;\n",
+            ),
+            (
+                "local.h",
+                "#ifndef LOCAL_H\n#define LOCAL_H\nint local;\n#endif\n",
+            ),
+            ("once.h", "#pragma once\nint once;\n"),
+            ("sub/q.h", "#include \"r.h\"\nint q;\n"),
+            ("sub/r.h", "int r_next_to_q;\n"),
+            ("d1/x.h", "int x1;\n#include_next <x.h>\n"),
+            (
+                "d2/x.h",
+                "#if __INCLUDE_LEVEL__ > 0\nint x2 = __INCLUDE_LEVEL__;\n#endif\n",
+            ),
+        ];
+        for (name, text) in files {
+            let p = d.join(name);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, text).expect("write");
+        }
+        match compare(cache, &d.join("main.c"), &[d.join("d1"), d.join("d2")]) {
+            Outcome::Same => {}
+            Outcome::Declined(why) => panic!("declined: {why}"),
+            Outcome::Differs(why) => panic!("{why}"),
+        }
     });
 }
 
@@ -188,7 +239,12 @@ fn corpus_matches_gcc() {
         }
         let dirs = v["include_dirs"]
             .as_array()
-            .map(|a| a.iter().filter_map(|d| d.as_str()).map(|d| root.join(d)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|d| d.as_str())
+                    .map(|d| root.join(d))
+                    .collect()
+            })
             .unwrap_or_default();
         tasks.entry(path).or_insert(dirs);
     }

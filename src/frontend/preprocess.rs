@@ -190,14 +190,14 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
     };
     // racedar's own preprocessor, configured like the driver's (see `super::cpp`).
     let mut unknown = None;
-    if let (Some(c), Some(words)) = (&cache, &direct) {
-        if let Some(r) = builtin_cpp(c, words, path, cwd) {
-            match r {
-                Ok(text) => return Ok(text.into_bytes()),
-                Err(super::cpp::Bail::Unknown(q)) => unknown = Some(q),
-                Err(super::cpp::Bail::Unsupported(why)) => {
-                    tracing::debug!(why, "in-process preprocessor gave up")
-                }
+    if let (Some(c), Some(words)) = (&cache, &direct)
+        && let Some(r) = builtin_cpp(c, words, path, cwd)
+    {
+        match r {
+            Ok(text) => return Ok(text.into_bytes()),
+            Err(super::cpp::Bail::Unknown(q)) => unknown = Some(q),
+            Err(super::cpp::Bail::Unsupported(why)) => {
+                tracing::debug!(why, "in-process preprocessor gave up")
             }
         }
     }
@@ -219,10 +219,10 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
             format!("cannot run the preprocessor '{program}': {e}"),
         )
     })?;
-    if let (Some(c), Some(words), Some(q)) = (&cache, &direct, &unknown) {
-        if let Some(at) = input_index(words, path) {
-            super::cpp::config::learn(c, words, at, cwd, q);
-        }
+    if let (Some(c), Some(words), Some(q)) = (&cache, &direct, &unknown)
+        && let Some(at) = input_index(words, path)
+    {
+        super::cpp::config::learn(c, words, at, cwd, q);
     }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();

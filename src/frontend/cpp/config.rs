@@ -113,7 +113,12 @@ pub fn supported(command: &[String], input_at: usize) -> bool {
 /// The configuration for `command` (the preprocessor command line, with the input file at
 /// index `input_at`) run in `cwd`, from the cache in `cache` or by asking the preprocessor
 /// (and caching the answer). `None` when the command is not [`supported`] or cannot be asked.
-pub fn load(cache: &Path, command: &[String], input_at: usize, cwd: Option<&Path>) -> Option<Config> {
+pub fn load(
+    cache: &Path,
+    command: &[String],
+    input_at: usize,
+    cwd: Option<&Path>,
+) -> Option<Config> {
     if !supported(command, input_at) {
         return None;
     }
@@ -132,7 +137,13 @@ pub fn load(cache: &Path, command: &[String], input_at: usize, cwd: Option<&Path
 /// Asks the compiler the answers of `queries` (spelled as in [`Config::answers`]) and adds
 /// them to the cached configuration of `command`. Failures are ignored (the queries stay
 /// unknown and the system preprocessor keeps handling programs that ask them).
-pub fn learn(cache: &Path, command: &[String], input_at: usize, cwd: Option<&Path>, queries: &[String]) {
+pub fn learn(
+    cache: &Path,
+    command: &[String],
+    input_at: usize,
+    cwd: Option<&Path>,
+    queries: &[String],
+) {
     let Some(file) = entry_path(cache, command, input_at, cwd) else {
         return;
     };
@@ -171,7 +182,12 @@ pub fn learn(cache: &Path, command: &[String], input_at: usize, cwd: Option<&Pat
 }
 
 /// The cache file of `command`'s configuration.
-fn entry_path(cache: &Path, command: &[String], input_at: usize, cwd: Option<&Path>) -> Option<PathBuf> {
+fn entry_path(
+    cache: &Path,
+    command: &[String],
+    input_at: usize,
+    cwd: Option<&Path>,
+) -> Option<PathBuf> {
     let exe = Path::new(command.first()?);
     let stamp = file_stamp(exe)?;
     let mut h = Sha256::new();
@@ -182,14 +198,18 @@ fn entry_path(cache: &Path, command: &[String], input_at: usize, cwd: Option<&Pa
         }
         h.update([0u8]);
     }
-    Some(cache.join("cpp").join(format!("{}.json", hex(&h.finalize()))))
+    Some(
+        cache
+            .join("cpp")
+            .join(format!("{}.json", hex(&h.finalize()))),
+    )
 }
 
 fn store(file: &Path, c: &Config) {
-    if let (Some(dir), Ok(text)) = (file.parent(), serde_json::to_string(c)) {
-        if std::fs::create_dir_all(dir).is_ok() {
-            write_atomically(file, &text);
-        }
+    if let (Some(dir), Ok(text)) = (file.parent(), serde_json::to_string(c))
+        && std::fs::create_dir_all(dir).is_ok()
+    {
+        write_atomically(file, &text);
     }
 }
 
@@ -270,7 +290,11 @@ fn user_include_dirs(command: &[String]) -> Vec<String> {
         };
         if let Some(d) = d {
             let t = d.trim_end_matches('/');
-            dirs.push(if t.is_empty() { d.clone() } else { t.to_string() });
+            dirs.push(if t.is_empty() {
+                d.clone()
+            } else {
+                t.to_string()
+            });
         }
     }
     dirs
@@ -314,7 +338,9 @@ mod tests {
 
     #[test]
     fn plain_gcc_commands_are_supported_and_others_not() {
-        let c = words("cc1 -E -quiet -I include -imultiarch x86_64-linux-gnu -D X=1 in.c -mtune=generic -march=x86-64 -fasynchronous-unwind-tables");
+        let c = words(
+            "cc1 -E -quiet -I include -imultiarch x86_64-linux-gnu -D X=1 in.c -mtune=generic -march=x86-64 -fasynchronous-unwind-tables",
+        );
         assert!(supported(&c, 9));
         let c = words("cc1 -E -quiet -include x.h in.c");
         assert!(!supported(&c, 5));
@@ -330,6 +356,9 @@ mod tests {
         let (q, b) = parse_search_dirs(err).expect("parses");
         assert_eq!(q, ["q"]);
         assert_eq!(b, ["include", "/usr/include"]);
-        assert_eq!(user_include_dirs(&words("cc1 -I include/ -Ia")), ["include", "a"]);
+        assert_eq!(
+            user_include_dirs(&words("cc1 -I include/ -Ia")),
+            ["include", "a"]
+        );
     }
 }

@@ -7,9 +7,12 @@
 //! Tokens pushed in a context take the line and column of the outermost invocation (gcc's
 //! expansion point), which is where `gcc -E` prints them and what `__LINE__` gives.
 
-use super::lex::{self, Kind, Tok, AVOID_PASTE, BOL, BUILTIN, NO_EXPAND, SPACE, SYS};
+use super::lex::{self, AVOID_PASTE, BOL, BUILTIN, Kind, NO_EXPAND, SPACE, SYS, Tok};
 use super::output::quote;
-use super::{Bail, Builtin, Context, Macro, Pp, Src, MAX_EXPANSIONS};
+use super::{Bail, Builtin, Context, MAX_EXPANSIONS, Macro, Pp, Src};
+
+/// The deepest nesting of macro invocations in arguments expanded here.
+const MAX_NESTING: usize = 200;
 
 impl Pp<'_> {
     /// The next token, unexpanded: from the innermost context, else from the file. `None` at
@@ -135,7 +138,9 @@ impl Pp<'_> {
             t.flags &= !BOL;
         }
         match body.first_mut() {
-            Some(first) => first.flags = (first.flags & !SPACE) | (name.flags & SPACE) | AVOID_PASTE,
+            Some(first) => {
+                first.flags = (first.flags & !SPACE) | (name.flags & SPACE) | AVOID_PASTE
+            }
             None => self.pending_space |= name.flags & SPACE != 0,
         }
         self.disabled.insert(name.sym);
@@ -190,7 +195,9 @@ impl Pp<'_> {
             return if args.len() == 1 && args[0].is_empty() {
                 Ok((Vec::new(), false))
             } else {
-                Err(Bail::Unsupported("arguments given to a macro without parameters"))
+                Err(Bail::Unsupported(
+                    "arguments given to a macro without parameters",
+                ))
             };
         }
         let va_absent = variadic && args.len() + 1 == nparams;
@@ -206,6 +213,11 @@ impl Pp<'_> {
     /// Expands `toks` on their own (an argument before substitution, or a directive line with
     /// `in_if`).
     fn expand_isolated(&mut self, toks: Vec<Tok>) -> Result<Vec<Tok>, Bail> {
+        // Arguments nest through recursion: bound it (gcc has no such limit, so hand such
+        // input to it).
+        if self.floors.len() > MAX_NESTING {
+            return Err(Bail::Unsupported("macro arguments nested too deeply"));
+        }
         let saved = (self.after_expansion, self.pending_space);
         self.after_expansion = false;
         self.pending_space = false;
@@ -274,17 +286,17 @@ impl Pp<'_> {
                 i += 1;
                 continue;
             }
-            if self.is_hash(&t) {
-                if let Some(k) = body.get(i + 1).and_then(|n| param_of(n)) {
-                    let mut s = self.stringify(&args[k]);
-                    // gcc gives the string the location of the last token read from the file
-                    // (the invocation's `)`), hence that file's system-header status.
-                    let sys = self.frames.last().is_some_and(|f| f.system);
-                    s.flags = (t.flags & SPACE) | if sys { SYS } else { 0 };
-                    out.push(Some(s));
-                    i += 2;
-                    continue;
-                }
+            if self.is_hash(&t)
+                && let Some(k) = body.get(i + 1).and_then(&param_of)
+            {
+                let mut s = self.stringify(&args[k]);
+                // gcc gives the string the location of the last token read from the file
+                // (the invocation's `)`), hence that file's system-header status.
+                let sys = self.frames.last().is_some_and(|f| f.system);
+                s.flags = (t.flags & SPACE) | if sys { SYS } else { 0 };
+                out.push(Some(s));
+                i += 2;
+                continue;
             }
             let Some(k) = param_of(&t) else {
                 let mut t = t;
@@ -527,9 +539,7 @@ impl Pp<'_> {
                         let s = self.interner.str(t.sym);
                         (s[1..s.len() - 1].to_string(), false)
                     }
-                    [l, mid @ .., r]
-                        if l.is(&self.interner, "<") && r.is(&self.interner, ">") =>
-                    {
+                    [l, mid @ .., r] if l.is(&self.interner, "<") && r.is(&self.interner, ">") => {
                         let mut s = String::new();
                         for (k, m) in mid.iter().enumerate() {
                             if k > 0 && m.flags & SPACE != 0 {
@@ -571,4 +581,3 @@ impl Pp<'_> {
         }
     }
 }
-

@@ -8,8 +8,8 @@
 //! only where it is evaluated. Anything gcc would reject (floating constants, a missing
 //! operand, a stray token) is a [`Bail`], so the system preprocessor reports it.
 
-use super::lex::{Interner, Kind, Tok};
 use super::Bail;
+use super::lex::{Interner, Kind, Tok};
 
 /// A value: 64 bits and whether they are unsigned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +43,7 @@ pub fn eval(toks: &[Tok], interner: &Interner) -> Result<bool, Bail> {
         toks,
         pos: 0,
         interner,
+        depth: 0,
     };
     let v = p.cond(true)?;
     if p.pos != toks.len() {
@@ -55,7 +56,13 @@ struct Parser<'a> {
     toks: &'a [Tok],
     pos: usize,
     interner: &'a Interner,
+    /// Nesting of parentheses and unary operators (bounded, so deep input cannot exhaust the
+    /// stack).
+    depth: u32,
 }
+
+/// The deepest nesting of parentheses and unary operators evaluated here.
+const MAX_DEPTH: u32 = 256;
 
 /// Binary operators by precedence, loosest first (`?:` and `,` are handled apart).
 const LEVELS: &[&[&str]] = &[
@@ -110,13 +117,20 @@ impl Parser<'_> {
         Ok(Val { bits, unsigned })
     }
 
-    fn binary(&mut self, level: usize, eval: bool) -> Result<Val, Bail> {
-        if level == LEVELS.len() {
-            return self.unary(eval);
-        }
-        let mut lhs = self.binary(level + 1, eval)?;
-        while let Some(op) = self.peek_punct().filter(|op| LEVELS[level].contains(op)) {
-            let op = op.to_string();
+    /// Binary operators of level `min` or tighter, by precedence climbing (recursion only for
+    /// right operands, so nesting costs few stack frames).
+    fn binary(&mut self, min: usize, eval: bool) -> Result<Val, Bail> {
+        let mut lhs = self.unary(eval)?;
+        loop {
+            let Some((level, op)) = self.peek_punct().and_then(|op| {
+                LEVELS
+                    .iter()
+                    .position(|ops| ops.contains(&op))
+                    .filter(|&l| l >= min)
+                    .map(|l| (l, op.to_string()))
+            }) else {
+                return Ok(lhs);
+            };
             self.pos += 1;
             let rhs_eval = match op.as_str() {
                 "&&" => eval && lhs.truth(),
@@ -126,10 +140,19 @@ impl Parser<'_> {
             let rhs = self.binary(level + 1, rhs_eval)?;
             lhs = apply(&op, lhs, rhs, eval)?;
         }
-        Ok(lhs)
     }
 
     fn unary(&mut self, eval: bool) -> Result<Val, Bail> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Bail::Unsupported("#if expression nested too deeply"));
+        }
+        let r = self.unary_inner(eval);
+        self.depth -= 1;
+        r
+    }
+
+    fn unary_inner(&mut self, eval: bool) -> Result<Val, Bail> {
         let t = *self.toks.get(self.pos).ok_or(BAD)?;
         self.pos += 1;
         match t.kind {
@@ -192,23 +215,11 @@ fn apply(op: &str, a: Val, b: Val, eval: bool) -> Result<Val, Bail> {
                 (left, y)
             };
             let bits = if left {
-                if n >= 64 {
-                    0
-                } else {
-                    x << n
-                }
+                if n >= 64 { 0 } else { x << n }
             } else if a.unsigned {
-                if n >= 64 {
-                    0
-                } else {
-                    x >> n
-                }
+                if n >= 64 { 0 } else { x >> n }
             } else if n >= 64 {
-                if sx < 0 {
-                    u64::MAX
-                } else {
-                    0
-                }
+                if sx < 0 { u64::MAX } else { 0 }
             } else {
                 (sx >> n) as u64
             };
@@ -303,7 +314,7 @@ fn char_value(s: &str) -> Result<Val, Bail> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::lex::{lex, Interner};
+    use super::super::lex::{Interner, lex};
     use super::*;
 
     fn ev(src: &str) -> Result<bool, Bail> {
@@ -334,5 +345,8 @@ mod tests {
         assert!(ev("1 / 0").is_err());
         assert!(ev("1 +").is_err());
         assert!(ev("1.0").is_err());
+        let deep = format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert!(ev(&deep).is_err());
+        assert_eq!(ev(&"-".repeat(100)), Err(BAD));
     }
 }

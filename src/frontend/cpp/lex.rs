@@ -41,7 +41,6 @@ impl Interner {
     pub fn str(&self, sym: Sym) -> &str {
         &self.names[sym.0 as usize]
     }
-
 }
 
 /// The kind of a preprocessing token (C11 §6.4).
@@ -101,13 +100,32 @@ impl Tok {
     }
 }
 
-/// Punctuators, longest first within each leading character (C11 §6.4.6).
-const PUNCTS: &[&str] = &[
-    "%:%:", "...", "<<=", ">>=", "->", "++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||",
-    "*=", "/=", "%=", "+=", "-=", "&=", "^=", "|=", "##", "<:", ":>", "<%", "%>", "%:", "[", "]",
-    "(", ")", "{", "}", ".", "&", "*", "+", "-", "~", "!", "/", "%", "<", ">", "^", "|", "?", ":",
-    ";", "=", ",", "#",
-];
+/// The length of the punctuator (C11 §6.4.6, digraphs included) at the start of `s`, longest
+/// match; 0 when `s` does not start with one.
+fn punct_len(s: &[u8]) -> usize {
+    let at = |k: usize| s.get(k).copied().unwrap_or(0);
+    let (n, n2) = (at(1), at(2));
+    match at(0) {
+        b'%' if n == b':' && n2 == b'%' && at(3) == b':' => 4,
+        b'%' if matches!(n, b'=' | b'>' | b':') => 2,
+        b'.' if n == b'.' && n2 == b'.' => 3,
+        b'<' if n == b'<' && n2 == b'=' => 3,
+        b'<' if matches!(n, b'<' | b'=' | b':' | b'%') => 2,
+        b'>' if n == b'>' && n2 == b'=' => 3,
+        b'>' if matches!(n, b'>' | b'=') => 2,
+        b'-' if matches!(n, b'>' | b'-' | b'=') => 2,
+        b'+' if matches!(n, b'+' | b'=') => 2,
+        b'&' if matches!(n, b'&' | b'=') => 2,
+        b'|' if matches!(n, b'|' | b'=') => 2,
+        b'=' | b'!' | b'*' | b'/' | b'^' if n == b'=' => 2,
+        b'#' if n == b'#' => 2,
+        b':' if n == b'>' => 2,
+        b'%' | b'.' | b'<' | b'>' | b'-' | b'+' | b'&' | b'|' | b'=' | b'!' | b'*' | b'/'
+        | b'^' | b'#' | b':' | b'[' | b']' | b'(' | b')' | b'{' | b'}' | b'~' | b'?' | b';'
+        | b',' => 1,
+        _ => 0,
+    }
+}
 
 fn is_ident_start(b: u8) -> bool {
     b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b >= 0x80
@@ -159,6 +177,10 @@ fn splice(src: &[u8]) -> Spliced {
 pub fn lex(src: &[u8], interner: &mut Interner) -> Result<Vec<Tok>, Bail> {
     let Spliced { text, splices } = splice(src);
     let s = &text[..];
+    // Token boundaries never split a UTF-8 sequence (bytes >= 0x80 only occur inside
+    // identifiers, literals and comments), so spellings are slices of `src_str`.
+    let src_str =
+        std::str::from_utf8(s).map_err(|_| Bail::Unsupported("source text is not UTF-8"))?;
     let mut toks = Vec::with_capacity(s.len() / 4);
     let mut i = 0;
     let mut line: u32 = 1;
@@ -252,9 +274,9 @@ pub fn lex(src: &[u8], interner: &mut Interner) -> Result<Vec<Tok>, Bail> {
             i += 1;
             while i < s.len() {
                 let c = s[i];
-                if matches!(c, b'+' | b'-') && matches!(s[i - 1], b'e' | b'E' | b'p' | b'P') {
-                    i += 1;
-                } else if is_ident_cont(c) || c == b'.' {
+                let sign =
+                    matches!(c, b'+' | b'-') && matches!(s[i - 1], b'e' | b'E' | b'p' | b'P');
+                if sign || is_ident_cont(c) || c == b'.' {
                     i += 1;
                 } else {
                     break;
@@ -263,16 +285,17 @@ pub fn lex(src: &[u8], interner: &mut Interner) -> Result<Vec<Tok>, Bail> {
             kind = Kind::Number;
         } else if b == b'"' || b == b'\'' {
             kind = lex_quoted(s, &mut i, b);
-        } else if let Some(p) = PUNCTS.iter().find(|p| s[i..].starts_with(p.as_bytes())) {
-            i += p.len();
+        } else if let n @ 1.. = punct_len(&s[i..]) {
+            i += n;
             kind = Kind::Punct;
         } else {
             // One character (a whole UTF-8 sequence would have been an identifier).
             i += 1;
             kind = Kind::Other;
         }
-        let spelling = std::str::from_utf8(&s[start..i])
-            .map_err(|_| Bail::Unsupported("source text is not UTF-8"))?;
+        let spelling = src_str
+            .get(start..i)
+            .ok_or(Bail::Unsupported("token splits a character"))?;
         let sym = interner.intern(spelling);
         hdr_state = match (hdr_state, kind) {
             (0, Kind::Punct) if flags & BOL != 0 && matches!(spelling, "#" | "%:") => 1,
@@ -337,6 +360,19 @@ mod tests {
         assert_eq!(t[8], ("y".to_string(), 2, 5, SPACE));
         assert_eq!(t[9].1, 3);
         assert_eq!(t[12].1, 4);
+    }
+
+    #[test]
+    fn punctuators_take_the_longest_match() {
+        let t = spell("a<<=b>>c...d%:%:e->f<:g");
+        let p: Vec<&str> = t.iter().map(|x| x.0.as_str()).collect();
+        assert_eq!(
+            p,
+            [
+                "a", "<<=", "b", ">>", "c", "...", "d", "%:%:", "e", "->", "f", "<:", "g"
+            ]
+        );
+        assert_eq!(spell("..")[0].0, ".");
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //!   source, or when it follows a macro expansion or argument and would otherwise lex together
 //!   with the previous token (gcc's `cpp_avoid_paste`).
 
-use super::lex::{Interner, Kind, Tok, AVOID_PASTE, BUILTIN, SPACE, SYS};
+use super::lex::{AVOID_PASTE, BUILTIN, Interner, Kind, SPACE, SYS, Tok};
 
 /// The output text being built.
 pub struct Output {
@@ -215,7 +215,23 @@ fn avoid_paste(prev: (Kind, char), b: Kind, c: char, s: &str) -> bool {
         Kind::Punct => {
             // Everything that can paste with '=' (gcc's CPP_LAST_EQ: = ! > < + - * / % & | ^
             // >> <<).
-            if c == '=' && matches!(k, '=' | '!' | '>' | '<' | '+' | '-' | '*' | '/' | '%' | '&' | '|' | '^' | '}' | '{')
+            if c == '='
+                && matches!(
+                    k,
+                    '=' | '!'
+                        | '>'
+                        | '<'
+                        | '+'
+                        | '-'
+                        | '*'
+                        | '/'
+                        | '%'
+                        | '&'
+                        | '|'
+                        | '^'
+                        | '}'
+                        | '{'
+                )
             {
                 return true;
             }
