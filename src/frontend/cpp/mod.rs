@@ -164,6 +164,25 @@ pub fn preprocess(
     name: &str,
     cwd: Option<&Path>,
 ) -> Result<String, Bail> {
+    let file = match cwd {
+        Some(d) if path.is_relative() => d.join(path),
+        _ => path.to_path_buf(),
+    };
+    let bytes =
+        std::fs::read(file).map_err(|_| Bail::Unsupported("cannot read the source file"))?;
+    preprocess_source(config, &bytes, name, cwd)
+}
+
+/// [`preprocess`] for a main file given as `source` (its includes are still read from the
+/// file system; quoted ones relative to the directory part of `name`).
+///
+/// Errors: as [`preprocess`].
+pub fn preprocess_source(
+    config: &Config,
+    source: &[u8],
+    name: &str,
+    cwd: Option<&Path>,
+) -> Result<String, Bail> {
     let mut pp = Pp::new(config, cwd, name)?;
     // gcc includes `stdc-predef.h` implicitly before the main file; its macros then count as
     // spelled in a system header.
@@ -187,9 +206,7 @@ pub fn preprocess(
         }
     }
     pp.out = output::Output::new(name, predef.as_ref().map(|p| p.0.as_str()));
-    let bytes = std::fs::read(pp.resolve_fs(path))
-        .map_err(|_| Bail::Unsupported("cannot read the source file"))?;
-    let toks = lex::lex(&bytes, &mut pp.interner)?;
+    let toks = lex::lex(source, &mut pp.interner)?;
     let file = Rc::new(SourceFile { toks, guard: None });
     pp.frames.push(Frame {
         file,
