@@ -13,16 +13,17 @@
 
 use super::Bail;
 use rustc_hash::FxHashMap;
+use std::rc::Rc;
 
 /// An interned spelling.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Sym(pub u32);
 
-/// Interned spellings of one preprocessor run.
+/// Interned spellings of one preprocessor run (one allocation per distinct spelling).
 #[derive(Default)]
 pub struct Interner {
-    map: FxHashMap<Box<str>, Sym>,
-    names: Vec<Box<str>>,
+    map: FxHashMap<Rc<str>, Sym>,
+    names: Vec<Rc<str>>,
 }
 
 impl Interner {
@@ -32,8 +33,9 @@ impl Interner {
             return sym;
         }
         let sym = Sym(self.names.len() as u32);
-        self.names.push(s.into());
-        self.map.insert(s.into(), sym);
+        let name: Rc<str> = Rc::from(s);
+        self.names.push(name.clone());
+        self.map.insert(name, sym);
         sym
     }
 
@@ -181,7 +183,7 @@ pub fn lex(src: &[u8], interner: &mut Interner) -> Result<Vec<Tok>, Bail> {
     // identifiers, literals and comments), so spellings are slices of `src_str`.
     let src_str =
         std::str::from_utf8(s).map_err(|_| Bail::Unsupported("source text is not UTF-8"))?;
-    let mut toks = Vec::with_capacity(s.len() / 4);
+    let mut toks = Vec::with_capacity(s.len() / 8);
     let mut i = 0;
     let mut line: u32 = 1;
     let mut line_start = 0usize;
