@@ -1,6 +1,7 @@
 //! The front end: C source files to one [`Program`].
 //!
-//! Per translation unit: [`preprocess`] (the system C preprocessor, line markers kept),
+//! Per translation unit: [`preprocess`] (the C preprocessor: in-process, [`cpp`], or the
+//! system one; line markers kept),
 //! [`compat`] rewriting of GNU extensions lang-c cannot parse, [`parse`] with lang-c,
 //! [`source_map`] from byte offsets back to original file/line/column, and [`lower`] to the IR
 //! with types and layouts ([`layout`]) for the chosen data model. Units are linked into one

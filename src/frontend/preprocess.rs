@@ -3,7 +3,9 @@
 //! A `.c` file (any name not ending in `.i`) goes through the system preprocessor: `--cpp` if
 //! given, else `$CC -E`, else `cc -E`, with `-I`, `-D`, `-U`, `-include` and `-std` passed
 //! through and line markers kept (never `-P`), so every token maps back to its original file and
-//! line. A `.i` file is read as it is.
+//! line. A `.i` file is read as it is. With the default preprocessor and a cache directory,
+//! racedar's in-process preprocessor ([`super::cpp`]) stands in for the system one, configured
+//! by it and printing the same text; the system preprocessor runs for whatever it declines.
 //!
 //! Before anything runs, the file is checked to exist and to look like text: a NUL byte in its
 //! first 8 KiB makes it "not a C source file".
