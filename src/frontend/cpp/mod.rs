@@ -5,7 +5,7 @@
 //! It is a drop-in for the system preprocessor, not a replacement of it: the compiler's own
 //! configuration — predefined macros and include directories — comes from the system
 //! preprocessor once ([`config`]), the output imitates `gcc -E`'s text (line markers, line
-//! numbers, columns; [`output`]) so everything downstream is unchanged, and anything this
+//! numbers, columns; `output`) so everything downstream is unchanged, and anything this
 //! preprocessor is not sure to do exactly as gcc does is a [`Bail`]: the caller then runs the
 //! system preprocessor, which also reports every error with its own message. What is handled:
 //! object- and function-like macros with gcc's expansion algorithm (a macro is disabled while
