@@ -126,6 +126,10 @@ const FIXTURES: &[&str] = &[
      #define LOW LOW \", world\"\nglue(HIGH, LOW); xglue(HIGH, LOW)\nxstr(INCFILE(2).h)\n\
      #define debug(...) fprintf(stderr, __VA_ARGS__)\n#define showlist(...) puts(#__VA_ARGS__)\n\
      debug(\"X = %d\\n\", x); showlist(The first, second, and third items.);\n",
+    // An empty expansion ending a line, and empty arguments before a non-empty one.
+    "#define EMPTY\nint f(void) EMPTY\n{ return 0; }\n\
+     #define SG(TAG, NAME, ATTRS, M...) union { struct { M } ATTRS; struct TAG { M } ATTRS NAME; }\n\
+     SG(, addrs, , int a; int b;);\n",
     "#pragma pack(push, 1)\n#define P 1\n#pragma push_macro(\"P\")\n#undef P\n#define P 2\nint a = P;\n\
      #pragma pop_macro(\"P\")\nint b = P;\n#pragma GCC diagnostic push\nint c;\n",
 ];
@@ -161,13 +165,19 @@ fn include_search_matches_gcc() {
         let files = [
             (
                 "main.c",
-                "#include \"local.h\"\n#include \"local.h\"\n#include <x.h>\n#include \"once.h\"\n\
+                "#include \"local.h\"\n#include \"local.h\"\n#include \"twice.h\"\n#include \"twice.h\"\n\
+                        #include <x.h>\n#include \"once.h\"\n\
                         #include \"once.h\"\n#define HDR <x.h>\n#include HDR\n#define Q \"sub/q.h\"\n#include Q\n\
                         int main_end;\n",
             ),
             (
                 "local.h",
                 "#ifndef LOCAL_H\n#define LOCAL_H\nint local;\n#endif\n",
+            ),
+            // Not an include guard: the #else branch counts on the second inclusion.
+            (
+                "twice.h",
+                "#ifndef TWICE_H\n#define TWICE_H\nint first;\n#else\nint again;\n#endif\n",
             ),
             ("once.h", "#pragma once\nint once;\n"),
             ("sub/q.h", "#include \"r.h\"\nint q;\n"),
@@ -274,5 +284,58 @@ fn corpus_matches_gcc() {
             n_declined * 20 <= tasks.len(),
             "more than 5% of the corpus is declined"
         );
+    });
+}
+
+/// Every header under the compiler's include directories (two levels deep), included on its
+/// own: the same output as gcc, or declined. Slow (thousands of headers); run with
+/// `cargo test --release --test cpp_vs_gcc -- --ignored`.
+#[test]
+#[ignore]
+fn system_headers_match_gcc() {
+    with_cache(|cache| {
+        let src = tempfile::tempdir().expect("tempdir");
+        let mut headers = Vec::new();
+        for root in ["/usr/include", "/usr/lib/gcc/x86_64-linux-gnu/12/include"] {
+            let Ok(top) = std::fs::read_dir(root) else {
+                continue;
+            };
+            for e in top.flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    for e2 in std::fs::read_dir(&p).into_iter().flatten().flatten() {
+                        headers.push(e2.path());
+                    }
+                } else {
+                    headers.push(p);
+                }
+            }
+            let _ = root;
+        }
+        headers.retain(|h| h.extension().is_some_and(|e| e == "h"));
+        headers.sort();
+        let mut same = 0;
+        let mut declined: BTreeMap<String, usize> = BTreeMap::new();
+        let mut differs = Vec::new();
+        for (i, h) in headers.iter().enumerate() {
+            let path = src.path().join(format!("h{i}.c"));
+            std::fs::write(
+                &path,
+                format!("#include \"{}\"\nint racedar_end;\n", h.display()),
+            )
+            .expect("write");
+            match compare(cache, &path, &[]) {
+                Outcome::Same => same += 1,
+                Outcome::Declined(why) => *declined.entry(why).or_default() += 1,
+                Outcome::Differs(d) => differs.push(format!("{}: {d}", h.display())),
+            }
+        }
+        eprintln!(
+            "{} headers: {same} same, {} declined, {} differ; declined: {declined:?}",
+            headers.len(),
+            declined.values().sum::<usize>(),
+            differs.len()
+        );
+        assert!(differs.is_empty(), "{}", differs.join("\n"));
     });
 }

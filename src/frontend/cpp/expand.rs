@@ -39,6 +39,11 @@ impl Pp<'_> {
                 return Ok(None);
             }
             return Ok(self.file_tok()?.map(|mut t| {
+                if t.flags & BOL != 0 && self.collecting == 0 {
+                    // A new output line: gcc forgets the whitespace of an empty expansion
+                    // that ended the previous line (`print.source` is reset).
+                    self.pending_space = false;
+                }
                 self.mark(&mut t);
                 (t, Src::File)
             }));
@@ -356,7 +361,9 @@ impl Pp<'_> {
             }
             for (j, mut a) in toks.into_iter().enumerate() {
                 if j == 0 {
-                    a.flags = (a.flags & !SPACE) | (t.flags & SPACE) | AVOID_PASTE;
+                    let space = t.flags & SPACE != 0 || carry_space;
+                    carry_space = false;
+                    a.flags = (a.flags & !SPACE) | if space { SPACE } else { 0 } | AVOID_PASTE;
                 }
                 out.push(Some(a));
             }

@@ -917,7 +917,8 @@ impl<'c> Pp<'c> {
     }
 
     /// The include guard of a file: `#ifndef X` (or `#if !defined X`) as its first directive,
-    /// with nothing before it and nothing after the matching `#endif`.
+    /// with nothing before it, no `#else`/`#elif` of its own and nothing after the matching
+    /// `#endif`.
     fn guard_of(&self, toks: &[Tok]) -> Option<Sym> {
         let first_end = next_line(toks, 0);
         let head = toks.get(..first_end)?;
@@ -951,6 +952,9 @@ impl<'c> Pp<'c> {
             if self.is_hash(&toks[p]) && p + 1 < end {
                 match word(&toks[p + 1]) {
                     "if" | "ifdef" | "ifndef" => depth += 1,
+                    // An `#else` branch of the outer conditional does something when the
+                    // macro is defined: not a guard.
+                    "else" | "elif" | "elifdef" | "elifndef" if depth == 1 => return None,
                     "endif" => {
                         depth -= 1;
                         if depth == 0 {
