@@ -814,3 +814,46 @@ fn deadlocks_are_reported_and_can_be_turned_off() {
     assert!(text.contains("warning: deadlock: lock-order cycle"));
     assert!(text.contains("[racedar/deadlock]"));
 }
+
+/// The in-process preprocessor asks the compiler for a `__has_attribute` answer it does not
+/// know (once, cached in `cpp/`) and uses it: the race below exists only if the answer is
+/// gcc's (1). Turned off (`RACEDAR_BUILTIN_CPP=0`), the system preprocessor gives the same
+/// report.
+#[test]
+fn in_process_preprocessor_learns_query_answers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cache = dir.path().join("cache");
+    let src = dir.path().join("q.c");
+    std::fs::write(
+        &src,
+        "#include <pthread.h>\nint x;\nvoid *t(void *a) {\n#if __has_attribute(noreturn) && __has_builtin(__builtin_expect)\n  x = 1;\n#endif\n  return a;\n}\nint main(void) {\n  pthread_t th;\n  pthread_create(&th, 0, t, 0);\n  x = 2;\n  pthread_join(th, 0);\n  return 0;\n}\n",
+    )
+    .expect("write");
+    let run = |builtin: &str| {
+        let out = racedar()
+            .env("RACEDAR_CACHE_DIR", &cache)
+            .env("RACEDAR_BUILTIN_CPP", builtin)
+            .args(["check", "--no-cache", "--format", "json"])
+            .arg(&src)
+            .output()
+            .expect("runs");
+        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        v.as_object_mut().map(|o| o.remove("stats"));
+        v
+    };
+    let first = run("1");
+    assert_eq!(first["verdict"], "race", "{first}");
+    let configs: Vec<_> = std::fs::read_dir(cache.join("cpp"))
+        .expect("cpp cache")
+        .filter_map(Result::ok)
+        .map(|e| std::fs::read_to_string(e.path()).expect("entry"))
+        .collect();
+    assert_eq!(configs.len(), 1);
+    assert!(
+        configs[0].contains("\"__has_attribute(noreturn)\":1"),
+        "{}",
+        configs[0]
+    );
+    assert_eq!(run("1"), first, "from the cached answers");
+    assert_eq!(run("0"), first, "the system preprocessor agrees");
+}

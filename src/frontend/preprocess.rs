@@ -190,16 +190,23 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
         tracing::debug!(?cmd, "preprocessing");
         cmd.output()
     };
-    // racedar's own preprocessor, configured like the driver's (see `super::cpp`).
-    let mut unknown = None;
-    if let (Some(c), Some(words)) = (&cache, &direct)
-        && let Some(r) = builtin_cpp(c, words, path, cwd)
-    {
-        match r {
-            Ok(text) => return Ok(text.into_bytes()),
-            Err(super::cpp::Bail::Unknown(q)) => unknown = Some(q),
-            Err(super::cpp::Bail::Unsupported(why)) => {
-                tracing::debug!(why, "in-process preprocessor gave up")
+    // racedar's own preprocessor, configured like the driver's (see `super::cpp`). Queries it
+    // cannot answer yet are asked of the compiler once (a tiny run), then it tries again.
+    if let (Some(c), Some(words)) = (&cache, &direct) {
+        let mut learned = false;
+        while let Some(r) = builtin_cpp(c, words, path, cwd) {
+            match r {
+                Ok(text) => return Ok(text.into_bytes()),
+                Err(super::cpp::Bail::Unknown(q)) if !learned => {
+                    learned = true;
+                    if let Some(at) = input_index(words, path) {
+                        super::cpp::config::learn(c, words, at, cwd, &q);
+                    }
+                }
+                Err(why) => {
+                    tracing::debug!(?why, "in-process preprocessor gave up");
+                    break;
+                }
             }
         }
     }
@@ -221,11 +228,6 @@ fn run_cpp(path: &Path, name: &str, opts: &PreprocessOptions) -> Result<Vec<u8>,
             format!("cannot run the preprocessor '{program}': {e}"),
         )
     })?;
-    if let (Some(c), Some(words), Some(q)) = (&cache, &direct, &unknown)
-        && let Some(at) = input_index(words, path)
-    {
-        super::cpp::config::learn(c, words, at, cwd, q);
-    }
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
         let status = out
