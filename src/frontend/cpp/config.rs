@@ -260,44 +260,41 @@ fn probe(command: &[String], input_at: usize, cwd: Option<&Path>) -> Option<Conf
     })
 }
 
-/// The names of the `-D` macros of `command`.
-fn command_line_macros(command: &[String]) -> Vec<String> {
-    let mut names = Vec::new();
+/// The values of option `opt` in `command`, given as `opt VALUE` or `optVALUE`.
+fn option_values(command: &[String], opt: &str) -> Vec<String> {
+    let mut values = Vec::new();
     let mut it = command.iter();
     while let Some(a) = it.next() {
-        let d = if a == "-D" {
-            it.next().cloned()
-        } else {
-            a.strip_prefix("-D").map(str::to_string)
-        };
-        if let Some(d) = d {
-            let name = d.split(['=', '(']).next().unwrap_or("").to_string();
-            names.push(name);
+        if a == opt {
+            values.extend(it.next().cloned());
+        } else if let Some(v) = a.strip_prefix(opt) {
+            values.push(v.to_string());
         }
     }
-    names
+    values
+}
+
+/// The names of the `-D` macros of `command`.
+fn command_line_macros(command: &[String]) -> Vec<String> {
+    option_values(command, "-D")
+        .iter()
+        .map(|d| d.split(['=', '(']).next().unwrap_or("").to_string())
+        .collect()
 }
 
 /// The `-I` directories of `command`, without trailing slashes.
 fn user_include_dirs(command: &[String]) -> Vec<String> {
-    let mut dirs = Vec::new();
-    let mut it = command.iter();
-    while let Some(a) = it.next() {
-        let d = if a == "-I" {
-            it.next().cloned()
-        } else {
-            a.strip_prefix("-I").map(str::to_string)
-        };
-        if let Some(d) = d {
+    option_values(command, "-I")
+        .into_iter()
+        .map(|d| {
             let t = d.trim_end_matches('/');
-            dirs.push(if t.is_empty() {
+            if t.is_empty() {
                 d.clone()
             } else {
                 t.to_string()
-            });
-        }
-    }
-    dirs
+            }
+        })
+        .collect()
 }
 
 /// The quote and bracket search lists of a `-v` run's stderr.

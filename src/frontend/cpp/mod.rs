@@ -515,11 +515,7 @@ impl<'c> Pp<'c> {
                 let (skip, taken) = if skipping {
                     (true, true)
                 } else {
-                    let v = match name.as_str() {
-                        "if" => self.eval_if(rest)?,
-                        "ifdef" => self.is_defined_arg(rest)?,
-                        _ => !self.is_defined_arg(rest)?,
-                    };
+                    let v = self.condition(&name, rest)?;
                     (!v, v)
                 };
                 self.cur_frame().conds.push(Cond {
@@ -541,11 +537,7 @@ impl<'c> Pp<'c> {
                 let v = if c.outer_skipping || c.taken {
                     false
                 } else {
-                    match name.as_str() {
-                        "elif" => self.eval_if(rest)?,
-                        "elifdef" => self.is_defined_arg(rest)?,
-                        _ => !self.is_defined_arg(rest)?,
-                    }
+                    self.condition(&name, rest)?
                 };
                 let c = self.cur_frame().conds.last_mut().expect("checked above");
                 c.skipping = !v;
@@ -599,6 +591,16 @@ impl<'c> Pp<'c> {
 
     fn cur_frame(&mut self) -> &mut Frame {
         self.frames.last_mut().expect("a frame is open")
+    }
+
+    /// The value of the condition of directive `name` (`if`, `ifdef`, `ifndef` or their `elif`
+    /// forms) with operand `rest`.
+    fn condition(&mut self, name: &str, rest: &[Tok]) -> Result<bool, Bail> {
+        match name {
+            "if" | "elif" => self.eval_if(rest),
+            "ifdef" | "elifdef" => self.is_defined_arg(rest),
+            _ => self.is_defined_arg(rest).map(|d| !d),
+        }
     }
 
     /// The operand of `#ifdef`/`#ifndef`: whether the named macro is defined.
