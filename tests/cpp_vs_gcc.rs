@@ -211,6 +211,8 @@ fn declines_what_it_does_not_handle() {
             "#line 10 \"x.c\"\nint x;\n",
             "#define F(x) x\nF(\n#define Y\n1)\n",
             "#include \"missing.h\"\n",
+            // Includes itself twice per level, 150 levels: 2^150 entries without a bound.
+            "#if __INCLUDE_LEVEL__ < 150\n#include __FILE__\n#include __FILE__\n#endif\n",
         ]
         .iter()
         .enumerate()

@@ -239,6 +239,9 @@ fn dir_prefix(path: &str) -> String {
 
 /// Nesting limit for `#include` (gcc's is 200).
 const MAX_INCLUDE_DEPTH: usize = 200;
+/// Limit on files entered per unit (guarded or `#pragma once` re-inclusions are not entered):
+/// a header including itself twice would otherwise grow exponentially up to the depth limit.
+const MAX_INCLUDES: u32 = 20_000;
 /// Limit on macro expansion steps per unit (a runaway expansion is handed to the system
 /// preprocessor, which has its own limits).
 const MAX_EXPANSIONS: u64 = 5_000_000;
@@ -272,6 +275,8 @@ struct Pp<'c> {
     pending_space: bool,
     counter: u64,
     expansions: u64,
+    /// Files entered so far.
+    includes: u32,
     /// Queries with no known answer.
     unknown: FxHashSet<String>,
     main_name: Rc<str>,
@@ -323,6 +328,7 @@ impl<'c> Pp<'c> {
             pending_space: false,
             counter: 0,
             expansions: 0,
+            includes: 0,
             unknown: FxHashSet::default(),
             main_name: Rc::from(name),
             out: output::Output::empty(),
@@ -783,6 +789,10 @@ impl<'c> Pp<'c> {
         let file = self.load_file(&path, system)?;
         if file.guard.is_some_and(|g| self.macros.contains_key(&g)) {
             return Ok(());
+        }
+        self.includes += 1;
+        if self.includes > MAX_INCLUDES {
+            return Err(Bail::Unsupported("too many files included"));
         }
         let name: Rc<str> = Rc::from(path.as_str());
         self.out.enter(from, &name, system);
