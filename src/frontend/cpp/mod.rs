@@ -258,6 +258,8 @@ struct Pp<'c> {
     /// `#pragma push_macro` stacks.
     pushed: FxHashMap<Sym, Vec<Option<Rc<Macro>>>>,
     files: FxHashMap<String, Rc<SourceFile>>,
+    /// Whether a candidate include path names a file (each asked of the file system once).
+    exists: std::cell::RefCell<FxHashMap<String, bool>>,
     once: FxHashSet<String>,
     frames: Vec<Frame>,
     contexts: Vec<Context>,
@@ -317,6 +319,7 @@ impl<'c> Pp<'c> {
             disabled: FxHashSet::default(),
             pushed: FxHashMap::default(),
             files: FxHashMap::default(),
+            exists: std::cell::RefCell::default(),
             once: FxHashSet::default(),
             frames: Vec::new(),
             contexts: Vec::new(),
@@ -925,7 +928,15 @@ impl<'c> Pp<'c> {
     }
 
     fn exists(&self, path: &str) -> bool {
-        self.files.contains_key(path) || self.resolve_fs(Path::new(path)).is_file()
+        if self.files.contains_key(path) {
+            return true;
+        }
+        if let Some(&known) = self.exists.borrow().get(path) {
+            return known;
+        }
+        let found = self.resolve_fs(Path::new(path)).is_file();
+        self.exists.borrow_mut().insert(path.to_string(), found);
+        found
     }
 
     /// The include guard of a file: `#ifndef X` (or `#if !defined X`) as its first directive,
