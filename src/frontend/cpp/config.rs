@@ -33,6 +33,24 @@ pub struct Config {
     /// Names of the macros defined on the command line (`-D`), which gcc counts as the
     /// user's rather than its own.
     pub command_line_macros: Vec<String>,
+    /// Directories the preprocessor would search but found missing ("ignoring nonexistent
+    /// directory"): creating one makes the cached configuration stale.
+    #[serde(default)]
+    pub absent_dirs: Vec<String>,
+}
+
+impl Config {
+    /// Whether the search directories are still as probed: every listed directory exists and
+    /// every absent one is still absent (relative ones taken from `cwd`).
+    fn still_valid(&self, cwd: Option<&Path>) -> bool {
+        let is_dir = |d: &str| match cwd {
+            Some(c) if Path::new(d).is_relative() => c.join(d).is_dir(),
+            _ => Path::new(d).is_dir(),
+        };
+        self.quote_dirs.iter().all(|d| is_dir(d))
+            && self.bracket_dirs.iter().all(|(d, _)| is_dir(d))
+            && !self.absent_dirs.iter().any(|d| is_dir(d))
+    }
 }
 
 /// Whether the in-process preprocessor is on (`RACEDAR_BUILTIN_CPP` is not `0`).
@@ -126,6 +144,7 @@ pub fn load(
     if let Some(c) = std::fs::read_to_string(&file)
         .ok()
         .and_then(|t| serde_json::from_str::<Config>(&t).ok())
+        .filter(|c| c.still_valid(cwd))
     {
         return Some(c);
     }
@@ -242,7 +261,7 @@ fn run(
 /// Asks the preprocessor for its macros and search directories.
 fn probe(command: &[String], input_at: usize, cwd: Option<&Path>) -> Option<Config> {
     let (macros, stderr) = run(command, input_at, cwd, "/dev/null", &["-dM", "-v"])?;
-    let (quote, bracket) = parse_search_dirs(&stderr)?;
+    let (quote, bracket, absent_dirs) = parse_search_dirs(&stderr)?;
     let user: Vec<String> = user_include_dirs(command);
     let bracket_dirs = bracket
         .into_iter()
@@ -257,6 +276,7 @@ fn probe(command: &[String], input_at: usize, cwd: Option<&Path>) -> Option<Conf
         bracket_dirs,
         answers: BTreeMap::new(),
         command_line_macros: command_line_macros(command),
+        absent_dirs,
     })
 }
 
@@ -297,14 +317,21 @@ fn user_include_dirs(command: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The quote and bracket search lists of a `-v` run's stderr.
-fn parse_search_dirs(stderr: &str) -> Option<(Vec<String>, Vec<String>)> {
+/// The quote and bracket search lists of a `-v` run's stderr, and the directories it
+/// ignored as nonexistent.
+fn parse_search_dirs(stderr: &str) -> Option<(Vec<String>, Vec<String>, Vec<String>)> {
     let mut quote = Vec::new();
     let mut bracket = Vec::new();
+    let mut absent = Vec::new();
     let mut section = 0;
     let mut ended = false;
     for line in stderr.lines() {
-        if line.starts_with("#include \"...\" search starts here:") {
+        if let Some(d) = line
+            .strip_prefix("ignoring nonexistent directory \"")
+            .and_then(|r| r.strip_suffix('"'))
+        {
+            absent.push(d.to_string());
+        } else if line.starts_with("#include \"...\" search starts here:") {
             section = 1;
         } else if line.starts_with("#include <...> search starts here:") {
             section = 2;
@@ -322,7 +349,7 @@ fn parse_search_dirs(stderr: &str) -> Option<(Vec<String>, Vec<String>)> {
             }
         }
     }
-    ended.then_some((quote, bracket))
+    ended.then_some((quote, bracket, absent))
 }
 
 #[cfg(test)]
@@ -348,11 +375,27 @@ mod tests {
     }
 
     #[test]
+    fn a_created_or_removed_directory_makes_the_configuration_stale() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let c = Config {
+            bracket_dirs: vec![("inc".to_string(), false)],
+            absent_dirs: vec!["later".to_string()],
+            ..Config::default()
+        };
+        assert!(!c.still_valid(Some(dir.path())), "inc is missing");
+        std::fs::create_dir(dir.path().join("inc")).expect("mkdir");
+        assert!(c.still_valid(Some(dir.path())));
+        std::fs::create_dir(dir.path().join("later")).expect("mkdir");
+        assert!(!c.still_valid(Some(dir.path())), "later now exists");
+    }
+
+    #[test]
     fn search_lists_are_read() {
         let err = "ignoring nonexistent directory \"/x\"\n#include \"...\" search starts here:\n q\n#include <...> search starts here:\n include\n /usr/include\nEnd of search list.\n";
-        let (q, b) = parse_search_dirs(err).expect("parses");
+        let (q, b, absent) = parse_search_dirs(err).expect("parses");
         assert_eq!(q, ["q"]);
         assert_eq!(b, ["include", "/usr/include"]);
+        assert_eq!(absent, ["/x"]);
         assert_eq!(
             user_include_dirs(&words("cc1 -I include/ -Ia")),
             ["include", "a"]
