@@ -10,6 +10,13 @@ fn racedar() -> Command {
 
 /// Runs `racedar check` on `file` and returns the stderr after checking exit code 2, no panic,
 /// and a last line `file:line[:col]: error: ...` naming `shown` (the file as reported).
+/// The JSON report on `out`'s stdout without its `stats` (timings differ between runs).
+fn report_without_stats(out: &std::process::Output) -> serde_json::Value {
+    let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    v.as_object_mut().map(|o| o.remove("stats"));
+    v
+}
+
 fn expect_input_error(args: &[&str], shown: &str) -> String {
     let out = racedar().arg("check").args(args).output().expect("runs");
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -302,9 +309,7 @@ fn the_driver_shortcut_gives_the_drivers_report() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        v.as_object_mut().map(|o| o.remove("stats"));
-        v
+        report_without_stats(&out)
     };
     let via_driver = run("0");
     let entries = || {
@@ -837,9 +842,7 @@ fn in_process_preprocessor_learns_query_answers() {
             .arg(&src)
             .output()
             .expect("runs");
-        let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        v.as_object_mut().map(|o| o.remove("stats"));
-        v
+        report_without_stats(&out)
     };
     let first = run("1");
     assert_eq!(first["verdict"], "race", "{first}");

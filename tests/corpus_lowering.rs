@@ -2,10 +2,12 @@
 //! racerf, deadlock and realworld suites) lowers to IR without error, with each task's include
 //! directories and data model. Skipped, with a message, when the corpus is not there.
 
+mod common;
+
+use common::corpus;
 use racedar::frontend::{self, FrontendOptions, PreprocessOptions};
 use racedar::ir::DataModel;
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 struct Task {
@@ -14,46 +16,29 @@ struct Task {
     data_model: DataModel,
 }
 
-fn tasks(root: &Path) -> Vec<Task> {
-    let manifest = std::fs::read_to_string(root.join("manifest.jsonl")).expect("manifest");
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).expect("manifest line is JSON");
-        let path = v["path"].as_str().expect("path").to_string();
-        if !seen.insert(path.clone()) {
-            continue;
-        }
-        let include_dirs = v["include_dirs"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|d| d.as_str())
-                    .map(|d| root.join(d))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let data_model = match v["data_model"].as_str() {
-            Some("ILP32") => DataModel::Ilp32,
-            _ => DataModel::Lp64,
-        };
-        out.push(Task {
-            path: root.join(path),
-            include_dirs,
-            data_model,
-        });
-    }
-    out
+fn tasks(files: Vec<corpus::CorpusFile>) -> Vec<Task> {
+    files
+        .into_iter()
+        .map(|f| Task {
+            path: f.path,
+            include_dirs: f.include_dirs,
+            data_model: if f.data_model == "ILP32" {
+                DataModel::Ilp32
+            } else {
+                DataModel::Lp64
+            },
+        })
+        .collect()
 }
 
 #[test]
 fn every_corpus_file_lowers() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    if !root.join("manifest.jsonl").exists() {
+    let root = corpus::root();
+    let Some(files) = corpus::files(&root) else {
         eprintln!("skipped: no corpus at {}", root.display());
         return;
-    }
-    let tasks = tasks(&root);
+    };
+    let tasks = tasks(files);
     assert!(
         tasks.len() > 300,
         "manifest lists only {} files",

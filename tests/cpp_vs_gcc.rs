@@ -4,6 +4,9 @@
 //! have the same file, line number and text (spacing included, so columns agree). A file the
 //! in-process preprocessor declines ([`Bail`]) is allowed but counted, and the count is bounded.
 
+mod common;
+
+use common::corpus;
 use racedar::frontend::cpp::{self, Bail, config};
 use racedar::frontend::driver;
 use std::collections::BTreeMap;
@@ -237,37 +240,20 @@ fn declines_what_it_does_not_handle() {
 
 #[test]
 fn corpus_matches_gcc() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
-    let Ok(manifest) = std::fs::read_to_string(root.join("manifest.jsonl")) else {
+    let root = corpus::root();
+    let Some(files) = corpus::files(&root) else {
         eprintln!("skipped: no corpus at {}", root.display());
         return;
     };
-    let mut tasks: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).expect("manifest line");
-        let path = v["path"].as_str().expect("path").to_string();
-        if !path.ends_with(".c") {
-            continue;
-        }
-        let dirs = v["include_dirs"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|d| d.as_str())
-                    .map(|d| root.join(d))
-                    .collect()
-            })
-            .unwrap_or_default();
-        tasks.entry(path).or_insert(dirs);
-    }
+    let tasks: Vec<_> = files.iter().filter(|f| f.rel.ends_with(".c")).collect();
     with_cache(|cache| {
         let mut declined: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut differs = Vec::new();
-        for (path, dirs) in &tasks {
-            match compare(cache, &root.join(path), dirs) {
+        for f in &tasks {
+            match compare(cache, &f.path, &f.include_dirs) {
                 Outcome::Same => {}
-                Outcome::Declined(why) => declined.entry(why).or_default().push(path.clone()),
-                Outcome::Differs(d) => differs.push(format!("{path}: {d}")),
+                Outcome::Declined(why) => declined.entry(why).or_default().push(f.rel.clone()),
+                Outcome::Differs(d) => differs.push(format!("{}: {d}", f.rel)),
             }
         }
         let n_declined: usize = declined.values().map(Vec::len).sum();
@@ -312,7 +298,6 @@ fn system_headers_match_gcc() {
                     headers.push(p);
                 }
             }
-            let _ = root;
         }
         headers.retain(|h| h.extension().is_some_and(|e| e == "h"));
         headers.sort();

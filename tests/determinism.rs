@@ -8,6 +8,9 @@
 //! times and memory, which vary) and agree on the counts inside it. The text and SARIF formats
 //! hold no timings and are compared whole on the fixtures.
 
+mod common;
+
+use common::corpus;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -17,40 +20,21 @@ struct Task {
 }
 
 fn corpus_tasks(root: &Path) -> Vec<Task> {
-    let Ok(manifest) = std::fs::read_to_string(root.join("manifest.jsonl")) else {
-        return Vec::new();
-    };
-    let mut seen = std::collections::BTreeSet::new();
-    let mut out = Vec::new();
-    for line in manifest.lines().filter(|l| !l.trim().is_empty()) {
-        let v: serde_json::Value = serde_json::from_str(line).expect("manifest line is JSON");
+    let files = corpus::files(root).unwrap_or_default();
+    files
+        .into_iter()
         // The realworld programs take seconds each in a debug build: the small suites cover
         // the same code paths.
-        if v["suite"] == "realworld" {
-            continue;
-        }
-        let Some(path) = v["path"].as_str() else {
-            continue;
-        };
-        if !seen.insert(path.to_string()) {
-            continue;
-        }
-        let mut args = vec![
-            "--data-model".to_string(),
-            v["data_model"].as_str().unwrap_or("LP64").to_string(),
-        ];
-        for d in v["include_dirs"].as_array().into_iter().flatten() {
-            if let Some(d) = d.as_str() {
+        .filter(|f| f.suite != "realworld")
+        .map(|f| {
+            let mut args = vec!["--data-model".to_string(), f.data_model];
+            for d in &f.include_dirs {
                 args.push("-I".into());
-                args.push(root.join(d).display().to_string());
+                args.push(d.display().to_string());
             }
-        }
-        out.push(Task {
-            path: root.join(path),
-            args,
-        });
-    }
-    out
+            Task { path: f.path, args }
+        })
+        .collect()
 }
 
 /// `racedar check --format FORMAT ARGS FILE` with `RAYON_NUM_THREADS=threads`: stdout.
@@ -138,7 +122,7 @@ fn fixture_reports_are_identical_across_runs_and_thread_counts() {
 
 #[test]
 fn corpus_reports_are_identical_across_runs_and_thread_counts() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus");
+    let root = corpus::root();
     let tasks = corpus_tasks(&root);
     if tasks.is_empty() {
         eprintln!("skipped: no corpus at {}", root.display());

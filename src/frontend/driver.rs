@@ -97,8 +97,22 @@ pub fn forget(cache: &Path, program: &str, args: &[String], cwd: Option<&Path>) 
 /// The cache key: the driver's identity (resolved path, size, modification time), the
 /// working directory and the arguments.
 fn key(program: &str, args: &[String], cwd: Option<&Path>) -> Option<String> {
-    let exe = resolve(program, cwd)?;
-    let stamp = file_stamp(&exe)?;
+    command_key(
+        &resolve(program, cwd)?,
+        cwd,
+        args.iter().map(String::as_str),
+    )
+}
+
+/// A cache key for running the program `exe` with `args` in `cwd`: a hash of the program's
+/// path, size and modification time, the directory and the arguments. `None` when `exe`
+/// cannot be stat'ed.
+pub(super) fn command_key<'a>(
+    exe: &Path,
+    cwd: Option<&Path>,
+    args: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let stamp = file_stamp(exe)?;
     let mut h = Sha256::new();
     h.update(format!("{}|{stamp}|{cwd:?}|", exe.display()).as_bytes());
     for a in args {

@@ -10,9 +10,9 @@
 //! directories are accepted ([`supported`]); any other gets `None`, and the system
 //! preprocessor runs as before.
 
-use crate::frontend::ppcache::{file_stamp, hex, write_atomically};
+use crate::frontend::driver::command_key;
+use crate::frontend::ppcache::write_atomically;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -207,21 +207,13 @@ fn entry_path(
     input_at: usize,
     cwd: Option<&Path>,
 ) -> Option<PathBuf> {
-    let exe = Path::new(command.first()?);
-    let stamp = file_stamp(exe)?;
-    let mut h = Sha256::new();
-    h.update(format!("{}|{stamp}|{cwd:?}|", exe.display()).as_bytes());
-    for (i, a) in command.iter().enumerate() {
-        if i != input_at {
-            h.update(a.as_bytes());
-        }
-        h.update([0u8]);
-    }
-    Some(
-        cache
-            .join("cpp")
-            .join(format!("{}.json", hex(&h.finalize()))),
-    )
+    // The input file's place counts, not its name.
+    let args = command
+        .iter()
+        .enumerate()
+        .map(|(i, a)| if i == input_at { "" } else { a.as_str() });
+    let key = command_key(Path::new(command.first()?), cwd, args)?;
+    Some(cache.join("cpp").join(format!("{key}.json")))
 }
 
 fn store(file: &Path, c: &Config) {

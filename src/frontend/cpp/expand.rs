@@ -541,23 +541,9 @@ impl Pp<'_> {
                     return Err(Bail::Unsupported("__has_include outside #if"));
                 }
                 let toks = self.paren_operand()?;
-                let (name, angled) = match toks.as_slice() {
-                    [t] if t.kind == Kind::Str && self.interner.str(t.sym).starts_with('"') => {
-                        let s = self.interner.str(t.sym);
-                        (s[1..s.len() - 1].to_string(), false)
-                    }
-                    [l, mid @ .., r] if l.is(&self.interner, "<") && r.is(&self.interner, ">") => {
-                        let mut s = String::new();
-                        for (k, m) in mid.iter().enumerate() {
-                            if k > 0 && m.flags & SPACE != 0 {
-                                s.push(' ');
-                            }
-                            s.push_str(self.interner.str(m.sym));
-                        }
-                        (s, true)
-                    }
-                    _ => return Err(Bail::Unsupported("malformed __has_include")),
-                };
+                let (name, angled) = self
+                    .header_operand(&toks)
+                    .ok_or(Bail::Unsupported("malformed __has_include"))?;
                 let found = self
                     .find_include(&name, angled, b == Builtin::HasIncludeNext)
                     .is_some();

@@ -72,23 +72,6 @@ struct Macro {
     builtin: Option<Builtin>,
 }
 
-impl Macro {
-    /// Whether two definitions are the same (C11 §6.10.3p2: a redefinition must be).
-    fn same_as(&self, other: &Macro) -> bool {
-        self.params == other.params
-            && self.variadic == other.variadic
-            && self.body.len() == other.body.len()
-            && self
-                .body
-                .iter()
-                .zip(&other.body)
-                .enumerate()
-                .all(|(i, (a, b))| {
-                    a.sym == b.sym && (i == 0 || (a.flags & lex::SPACE) == (b.flags & lex::SPACE))
-                })
-    }
-}
-
 /// A conditional group being read.
 #[derive(Clone, Copy, Debug)]
 struct Cond {
@@ -114,8 +97,6 @@ struct Frame {
     pos: usize,
     /// The name used in markers and `__FILE__`.
     name: Rc<str>,
-    /// Directory of the file as a prefix for quoted includes (`""` or ending in `/`).
-    dir_prefix: String,
     /// Index in the search chain (quote dirs, then bracket dirs) where the file was found;
     /// `None` for the main file and files found next to their includer.
     found_in: Option<usize>,
@@ -141,6 +122,13 @@ struct Kw {
     va_args: Sym,
     one: Sym,
     zero: Sym,
+}
+
+impl Kw {
+    /// Whether `t` is `#` (or its digraph `%:`).
+    fn is_hash(&self, t: &Tok) -> bool {
+        t.kind == Kind::Punct && (t.sym == self.hash || t.sym == self.hash_digraph)
+    }
 }
 
 /// A context of macro expansion: tokens to read, and the macro to re-enable when done.
@@ -193,7 +181,6 @@ pub fn preprocess_source(
             file,
             pos: 0,
             name: Rc::from(path.as_str()),
-            dir_prefix: dir_prefix(path),
             found_in: *found_in,
             from_current_dir: false,
             system: *system,
@@ -212,7 +199,6 @@ pub fn preprocess_source(
         file,
         pos: 0,
         name: Rc::from(name),
-        dir_prefix: dir_prefix(name),
         found_in: None,
         from_current_dir: false,
         system: false,
@@ -229,12 +215,10 @@ pub fn preprocess_source(
     Ok(pp.out.buf)
 }
 
-/// The directory part of `path` with its trailing `/` (`""` when there is none).
-fn dir_prefix(path: &str) -> String {
-    match path.rfind('/') {
-        Some(i) => path[..=i].to_string(),
-        None => String::new(),
-    }
+/// The directory part of `path` with its trailing `/` (`""` when there is none): the prefix
+/// of quoted includes found next to the file.
+fn dir_prefix(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..=i])
 }
 
 /// Nesting limit for `#include` (gcc's is 200).
@@ -425,7 +409,7 @@ impl<'c> Pp<'c> {
     }
 
     fn is_hash(&self, t: &Tok) -> bool {
-        t.kind == Kind::Punct && (t.sym == self.kw.hash || t.sym == self.kw.hash_digraph)
+        self.kw.is_hash(t)
     }
 
     /// The next token of the current file at top level: directives are carried out, skipped
@@ -459,11 +443,7 @@ impl<'c> Pp<'c> {
                 // Pass over the skipped group up to the next directive.
                 let toks = &frame.file.toks;
                 let mut p = frame.pos + 1;
-                while p < toks.len()
-                    && !(toks[p].flags & BOL != 0
-                        && toks[p].kind == Kind::Punct
-                        && (toks[p].sym == self.kw.hash || toks[p].sym == self.kw.hash_digraph))
-                {
+                while p < toks.len() && !(toks[p].flags & BOL != 0 && self.kw.is_hash(&toks[p])) {
                     p += 1;
                 }
                 frame.pos = p;
@@ -711,12 +691,13 @@ impl<'c> Pp<'c> {
             body,
             builtin: None,
         };
-        if let Some(old) = self.macros.get(&name.sym) {
-            if old.builtin.is_some() {
-                return Err(Bail::Unsupported("redefinition of a builtin macro"));
-            }
-            // gcc warns about a different redefinition and takes the new one.
-            let _ = old.same_as(&m);
+        // gcc warns about a different redefinition and takes the new one.
+        if self
+            .macros
+            .get(&name.sym)
+            .is_some_and(|old| old.builtin.is_some())
+        {
+            return Err(Bail::Unsupported("redefinition of a builtin macro"));
         }
         self.macros.insert(name.sym, Rc::new(m));
         Ok(())
@@ -756,13 +737,7 @@ impl<'c> Pp<'c> {
                 return Err(Bail::Unsupported("#pragma GCC poison/dependency/error"));
             }
             _ => {
-                let mut text = String::new();
-                for (k, t) in rest.iter().enumerate() {
-                    if k > 0 && t.flags & lex::SPACE != 0 {
-                        text.push(' ');
-                    }
-                    text.push_str(self.interner.str(t.sym));
-                }
+                let text = self.spell(rest);
                 self.out.pragma(line, &text);
             }
         }
@@ -802,7 +777,6 @@ impl<'c> Pp<'c> {
         self.frames.push(Frame {
             file,
             pos: 0,
-            dir_prefix: dir_prefix(&path),
             name,
             found_in,
             from_current_dir,
@@ -834,47 +808,48 @@ impl<'c> Pp<'c> {
 
     /// The header named by an `#include` operand: (name, whether in angle brackets).
     fn header_name(&mut self, rest: &[Tok]) -> Result<(String, bool), Bail> {
-        let bad = Bail::Unsupported("malformed #include");
-        match rest.first() {
-            Some(t) if t.kind == Kind::HeaderName && rest.len() == 1 => {
-                let s = self.interner.str(t.sym);
-                Ok((s[1..s.len() - 1].to_string(), true))
-            }
-            Some(t) if t.kind == Kind::Str && rest.len() == 1 => {
-                let s = self.interner.str(t.sym);
-                if !s.starts_with('"') {
-                    return Err(bad);
-                }
-                Ok((s[1..s.len() - 1].to_string(), false))
-            }
-            Some(_) => {
-                // A computed include: expand, then read a string or `<` tokens `>`.
-                let toks = self.expand_directive(rest, false)?;
-                match toks.as_slice() {
-                    [t] if t.kind == Kind::Str => {
-                        let s = self.interner.str(t.sym);
-                        if !s.starts_with('"') {
-                            return Err(bad);
-                        }
-                        Ok((s[1..s.len() - 1].to_string(), false))
-                    }
-                    [t, mid @ .., last]
-                        if t.is(&self.interner, "<") && last.is(&self.interner, ">") =>
-                    {
-                        let mut s = String::new();
-                        for (k, m) in mid.iter().enumerate() {
-                            if k > 0 && m.flags & lex::SPACE != 0 {
-                                s.push(' ');
-                            }
-                            s.push_str(self.interner.str(m.sym));
-                        }
-                        Ok((s, true))
-                    }
-                    _ => Err(bad),
-                }
-            }
-            None => Err(bad),
+        if let [t] = rest
+            && t.kind == Kind::HeaderName
+        {
+            let s = self.interner.str(t.sym);
+            return Ok((s[1..s.len() - 1].to_string(), true));
         }
+        if let Some(h) = self.header_operand(rest) {
+            return Ok(h);
+        }
+        // A computed include: expand, then read a string or `<` tokens `>`.
+        let toks = self.expand_directive(rest, false)?;
+        self.header_operand(&toks)
+            .ok_or(Bail::Unsupported("malformed #include"))
+    }
+
+    /// A header named by tokens (an expanded `#include` operand, or `__has_include`'s): one
+    /// `"..."` string, or `<` tokens `>` spelled with their whitespace. Returns (name, whether
+    /// in angle brackets).
+    fn header_operand(&self, toks: &[Tok]) -> Option<(String, bool)> {
+        match toks {
+            [t] if t.kind == Kind::Str => {
+                let s = self.interner.str(t.sym);
+                s.starts_with('"')
+                    .then(|| (s[1..s.len() - 1].to_string(), false))
+            }
+            [l, mid @ .., r] if l.is(&self.interner, "<") && r.is(&self.interner, ">") => {
+                Some((self.spell(mid), true))
+            }
+            _ => None,
+        }
+    }
+
+    /// The spellings of `toks`, separated by one space where whitespace preceded a token.
+    fn spell(&self, toks: &[Tok]) -> String {
+        let mut s = String::new();
+        for (k, t) in toks.iter().enumerate() {
+            if k > 0 && t.flags & lex::SPACE != 0 {
+                s.push(' ');
+            }
+            s.push_str(self.interner.str(t.sym));
+        }
+        s
     }
 
     /// Finds an include file as gcc does: a quoted name first next to the includer, then in
@@ -911,7 +886,7 @@ impl<'c> Pp<'c> {
                 start = 0;
             }
         } else if let (false, Some(frame)) = (angled, frame) {
-            let path = format!("{}{}", frame.dir_prefix, name);
+            let path = format!("{}{}", dir_prefix(&frame.name), name);
             if self.exists(&path) {
                 return Some((path, None, true, frame.system));
             }

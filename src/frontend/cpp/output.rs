@@ -180,15 +180,12 @@ impl Output {
             self.prev = None;
             return;
         }
-        let last = match t.kind {
-            Kind::Punct | Kind::Other => s.chars().next_back().unwrap_or(' '),
-            _ => first,
-        };
-        // Multi-character punctuators that can still paste get a key of their own.
+        // Multi-character punctuators that can still paste get a key of their own; other
+        // tokens are known by their first character (only punctuators' and `\\` matter).
         let key = if t.kind == Kind::Punct && s.len() > 1 {
             punct_key(s)
         } else {
-            last
+            first
         };
         self.prev = Some((t.kind, key));
     }
