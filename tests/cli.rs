@@ -10,6 +10,16 @@ fn racedar() -> Command {
 
 /// Runs `racedar check` on `file` and returns the stderr after checking exit code 2, no panic,
 /// and a last line `file:line[:col]: error: ...` naming `shown` (the file as reported).
+/// Asserts that racedar exited with 1 (findings), showing its stderr otherwise.
+fn assert_findings(out: &std::process::Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// The JSON report on `out`'s stdout without its `stats` (timings differ between runs).
 fn report_without_stats(out: &std::process::Output) -> serde_json::Value {
     let mut v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
@@ -303,12 +313,7 @@ fn the_driver_shortcut_gives_the_drivers_report() {
             ])
             .output()
             .expect("runs");
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_findings(&out);
         report_without_stats(&out)
     };
     let via_driver = run("0");
@@ -396,12 +401,7 @@ fn the_cache_never_lands_in_the_current_directory() {
             .arg(&fixture)
             .output()
             .expect("runs");
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_findings(&out);
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .map(|d| d.filter_map(Result::ok).map(|e| e.file_name()).collect())
             .unwrap_or_default();
