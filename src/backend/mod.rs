@@ -214,7 +214,7 @@ pub struct Publishing {
     pub edge: EdgeId,
     /// Published by a store to memory (its write is an access of the statement) or a thread
     /// creation, which order the earlier accesses before any thread that obtains the address
-    /// unless the statement's write races; false for a call that may keep the address.
+    /// (interleaving semantics); false for a call that may keep the address.
     pub store: bool,
 }
 

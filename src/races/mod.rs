@@ -276,59 +276,30 @@ fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, Byt
     Some((*comp, ByteRange { lo, hi: end }))
 }
 
-/// Rounds of race detection that keep more unpublished accesses before giving up on them.
-const MAX_PUBLICATION_ROUNDS: usize = 4;
-
 /// Runs race detection.
 ///
 /// Accesses to objects their thread has not published yet race with nothing under the
-/// interleaving semantics, since other threads obtain the address only after the publishing
-/// store. Under the C11 memory model that holds only when the publication orders them: when
-/// the publishing store itself may race (or a library call may keep the address), a reader
-/// may see the address without seeing the earlier accesses, so those accesses are kept for
-/// the objects it published, and detection runs again.
+/// interleaving semantics of SV-COMP (sequential consistency, as the flag orders of
+/// [`crate::lockset`] assume): other threads obtain the address only after the publishing
+/// store, which follows those accesses in program order. When that store itself races, it is
+/// reported as the race, so the verdict never rests on the earlier accesses. An object handed
+/// to a call that may keep its address ([`crate::backend::Publishing::store`] false) may be
+/// reached in ways the analysis does not see: its unpublished accesses are kept.
 pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
-    let all = collect(inp);
-    let publishing = inp.backend.publishing();
-    // The accesses race detection considers: unpublished ones only to the objects of `keep`.
-    let kept = |keep: &FxHashSet<Base>| -> Vec<Access<'p>> {
-        all.iter()
-            .filter(|a| {
-                !a.mem.unpublished
-                    || matches!(a.mem.target, Target::Addr(x) if keep.contains(&x.base))
-            })
-            .cloned()
-            .collect()
-    };
-    let mut keep: FxHashSet<Base> = FxHashSet::default();
-    for round in 0..MAX_PUBLICATION_ROUNDS {
-        let result = detect_on(inp, kept(&keep));
-        let racy: Vec<Base> = publishing
-            .iter()
-            .filter(|p| !keep.contains(&p.object))
-            .filter(|p| {
-                !p.store
-                    || result.races.iter().any(|r| {
-                        r.accesses.iter().any(|&i| {
-                            let a = &result.accesses[i];
-                            a.thread == p.thread
-                                && a.func == p.func
-                                && a.edge == p.edge
-                                && a.mem.kind == AccessKind::Write
-                        })
-                    })
-            })
-            .map(|p| p.object)
-            .collect();
-        tracing::debug!(round, racy = racy.len(), "publication round");
-        if racy.is_empty() {
-            return result;
-        }
-        keep.extend(racy);
-    }
-    // Keep every unpublished access whose object was published at all.
-    keep.extend(publishing.iter().map(|p| p.object));
-    detect_on(inp, kept(&keep))
+    let keep: FxHashSet<Base> = inp
+        .backend
+        .publishing()
+        .iter()
+        .filter(|p| !p.store)
+        .map(|p| p.object)
+        .collect();
+    let accesses: Vec<Access<'p>> = collect(inp)
+        .into_iter()
+        .filter(|a| {
+            !a.mem.unpublished || matches!(a.mem.target, Target::Addr(x) if keep.contains(&x.base))
+        })
+        .collect();
+    detect_on(inp, accesses)
 }
 
 /// Race detection on the accesses `accesses`.
