@@ -29,6 +29,7 @@ pub mod backend;
 pub mod changes;
 pub mod concrete;
 pub mod context;
+pub mod counters;
 pub mod dataflow;
 pub mod deadlocks;
 pub mod frontend;

@@ -23,6 +23,10 @@
 //!   so that once set it stays set) orders what its only setter (a unique thread) does before
 //!   setting it before what another thread does after a branch that needs it set
 //!   ([`LocksetResult::flag_orders`]; sequential consistency, as SV-COMP assumes);
+//! - a **thread-alive counter** (a global workers add to when they start and subtract from
+//!   when they end, under one mutex) orders what a worker does before subtracting before what
+//!   its waiter does after seeing it zero, when the waiter knows every worker had started
+//!   ([`crate::counters`], [`LocksetResult::counter_orders`]; sequential consistency);
 //! - a condition wait releases and re-takes its mutex (the lockset is unchanged); semaphores
 //!   count in `may` only (they order threads but do not exclude them), except **binary
 //!   semaphores**: a semaphore whose every `sem_init` sets the count to exactly 1 and whose
@@ -82,6 +86,40 @@ pub enum LockKey {
     FlagSet(GlobalId),
     /// "Has seen the flag set" (a branch that needs the flag's set value; read mode).
     FlagSeen(GlobalId),
+    /// "Has set the flag on every path" (kept only when the program has counters,
+    /// [`crate::counters`]; read mode).
+    FlagDone(GlobalId),
+    /// "Has added to the counter" ([`crate::counters`]; read mode).
+    CountInc(GlobalId),
+    /// "Has subtracted from the counter" (read mode).
+    CountDec(GlobalId),
+    /// "Has seen the counter equal to the number of threads created" (a full-count test,
+    /// [`crate::counters::full_tests`]; read mode).
+    CountFull(GlobalId),
+    /// "Has seen the counter zero after a full count" (read mode).
+    CountZeroFull(GlobalId),
+    /// "Has seen the counter (first) zero after setting the flag (second)" (read mode).
+    CountZeroFlag(GlobalId, GlobalId),
+    /// "Has taken a branch that needs the flag (first) unset after adding to the counter
+    /// (second)" (read mode).
+    GateOpen(GlobalId, GlobalId),
+}
+
+impl LockKey {
+    /// Whether the key is a pseudo-lock of the counter analysis ([`crate::counters`]), which
+    /// reports leave out.
+    pub fn is_counter(&self) -> bool {
+        matches!(
+            self,
+            LockKey::FlagDone(_)
+                | LockKey::CountInc(_)
+                | LockKey::CountDec(_)
+                | LockKey::CountFull(_)
+                | LockKey::CountZeroFull(_)
+                | LockKey::CountZeroFlag(..)
+                | LockKey::GateOpen(..)
+        )
+    }
 }
 
 /// A held lock and the mode it is held in.
@@ -415,6 +453,8 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     binary: &'a FxHashSet<LockId>,
     /// Flag candidates: initial and set value ([`flag_candidates`]).
     flags: &'a FxHashMap<GlobalId, (i128, i128)>,
+    /// Counter candidates ([`crate::counters`]).
+    counters: &'a crate::counters::Counters,
     /// The known candidates of each unlock statement, by context and edge.
     unlocks: &'a mut UnlockTargets,
     /// The locals whose branch tests facts record ([`guards::guard_locals`]).
@@ -542,6 +582,35 @@ fn flag_tested(
     let (v0, c) = flags.get(&g).copied()?;
     let taken = |v: i128| flag_eval(cond, g, v).map(|x| (x != 0) == branch);
     (taken(v0) == Some(false) && taken(c) == Some(true)).then_some(g)
+}
+
+/// The flag whose initial value a branch `cond` (taken when its truth is `branch`) requires:
+/// the condition reads only that flag and constants, is true when the flag has its initial
+/// value and false when it has its set value.
+fn flag_unset_tested(
+    cond: &Expr,
+    branch: bool,
+    flags: &FxHashMap<GlobalId, (i128, i128)>,
+) -> Option<GlobalId> {
+    let mut flag: Option<GlobalId> = None;
+    let mut other = false;
+    crate::ir::visit::walk_expr(cond, &mut |x| {
+        if let ExprKind::Load(lv) = &x.kind {
+            match lv.host {
+                Host::Var(Var::Global(g)) if lv.proj.is_empty() && flags.contains_key(&g) => {
+                    if flag.is_some_and(|f| f != g) {
+                        other = true;
+                    }
+                    flag = Some(g);
+                }
+                _ => other = true,
+            }
+        }
+    });
+    let g = flag.filter(|_| !other)?;
+    let (v0, c) = flags.get(&g).copied()?;
+    let taken = |v: i128| flag_eval(cond, g, v).map(|x| (x != 0) == branch);
+    (taken(v0) == Some(true) && taken(c) == Some(false)).then_some(g)
 }
 
 /// The value of `e` when flag `g` holds `v` (constants, loads of `g`, casts, logical negation
@@ -945,6 +1014,110 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         }
     }
 
+    /// Counters ([`crate::counters`]): stores add "has added" (`must` and `may`) or "has
+    /// subtracted" (`may`); flag stores "has set" (`must`); tests of the counter for zero
+    /// "seen zero after a full count" or "after setting flag F" when those hold on every path;
+    /// full-count tests "seen full"; branches that need a flag unset "gate open" for each
+    /// counter added to on every path. All in read mode.
+    fn transfer_counters(&mut self, at: At<'_>, edge: &Edge, out: &mut [LockFact]) {
+        if self.counters.is_empty() {
+            return;
+        }
+        let read = |table: &mut LockTable, k: LockKey| Held {
+            lock: table.intern(k),
+            mode: LockMode::Read,
+        };
+        match &edge.op {
+            Op::Assign { lhs, .. } => {
+                if let Some((g, d)) = crate::counters::update(&edge.op)
+                    && self.counters.step.contains_key(&g)
+                {
+                    if d > 0 {
+                        let h = read(self.table, LockKey::CountInc(g));
+                        for f in out.iter_mut() {
+                            f.must.insert(h);
+                            f.may.insert(h);
+                        }
+                    } else if d < 0 {
+                        let h = read(self.table, LockKey::CountDec(g));
+                        for f in out.iter_mut() {
+                            f.may.insert(h);
+                        }
+                    }
+                }
+                if let Host::Var(Var::Global(g)) = lhs.host
+                    && self.flags.contains_key(&g)
+                {
+                    let h = read(self.table, LockKey::FlagDone(g));
+                    for f in out.iter_mut() {
+                        f.must.insert(h);
+                    }
+                }
+            }
+            Op::Assume { cond, branch } => {
+                let func = self.tc.ctx(at.ctx).func;
+                if let Some(c) = crate::counters::zero_tested(self.program, cond, *branch)
+                    .filter(|c| self.counters.step.contains_key(c))
+                {
+                    let full = self.table.intern(LockKey::CountFull(c));
+                    let zero_full = read(self.table, LockKey::CountZeroFull(c));
+                    for f in out.iter_mut() {
+                        let done: SmallVec<[GlobalId; 2]> = f
+                            .must
+                            .iter()
+                            .filter_map(|h| match self.table.key(h.lock) {
+                                LockKey::FlagDone(g) => Some(g),
+                                _ => None,
+                            })
+                            .collect();
+                        if f.must.iter().any(|h| h.lock == full) {
+                            f.must.insert(zero_full);
+                        }
+                        for g in done {
+                            let h = read(self.table, LockKey::CountZeroFlag(c, g));
+                            f.must.insert(h);
+                        }
+                    }
+                }
+                if self.counters.full.contains(&(func, at.edge))
+                    && let Op::Assume { cond, .. } = &edge.op
+                    && let ExprKind::Binary(_, a, b) = &cond.kind
+                {
+                    let g = [a, b].into_iter().find_map(|x| match &x.kind {
+                        ExprKind::Load(lv) => match lv.host {
+                            Host::Var(Var::Global(g)) if lv.proj.is_empty() => Some(g),
+                            _ => None,
+                        },
+                        _ => None,
+                    });
+                    if let Some(g) = g {
+                        let h = read(self.table, LockKey::CountFull(g));
+                        for f in out.iter_mut() {
+                            f.must.insert(h);
+                        }
+                    }
+                }
+                if let Some(flag) = flag_unset_tested(cond, *branch, self.flags) {
+                    for f in out.iter_mut() {
+                        let added: SmallVec<[GlobalId; 2]> = f
+                            .must
+                            .iter()
+                            .filter_map(|h| match self.table.key(h.lock) {
+                                LockKey::CountInc(g) => Some(g),
+                                _ => None,
+                            })
+                            .collect();
+                        for c in added {
+                            let h = read(self.table, LockKey::GateOpen(flag, c));
+                            f.must.insert(h);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Lock histories: write-mode acquisitions join `hist`; a create statement starts the
     /// child's `since` set from the write-mode locks held; a release (or a condition wait,
     /// which releases its mutex for a while) ends them in every `since` set.
@@ -1124,6 +1297,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         let start = out.len();
         self.transfer_locks(at, edge, fact, out);
         self.transfer_flags(edge, &mut out[start..]);
+        self.transfer_counters(at, edge, &mut out[start..]);
         self.transfer_sym(at, edge, &mut out[start..]);
         self.transfer_history(at, edge, fact, &mut out[start..]);
         self.transfer_guards(at, edge, out, start);
@@ -1745,6 +1919,23 @@ impl LocksAt {
     }
 }
 
+/// A counter that orders the accesses of its workers before those of a waiter
+/// ([`crate::counters`], [`LocksetResult::counter_orders`]).
+#[derive(Clone, Debug)]
+struct CounterJoin {
+    /// The waiter: a unique thread that tests the counter and never stores it.
+    waiter: ThreadId,
+    /// The threads that store the counter, each adding once and then subtracting once.
+    workers: SmallVec<[ThreadId; 4]>,
+    /// "Has subtracted" of the counter.
+    dec: LockId,
+    /// "Seen zero after a full count", when the waiter's full counts are valid.
+    zero_full: Option<LockId>,
+    /// For each flag the waiter alone sets: "seen zero after setting the flag" and "gate
+    /// open" of the flag and the counter.
+    gates: SmallVec<[(LockId, LockId); 1]>,
+}
+
 /// Lockset results of all threads.
 pub struct LocksetResult {
     /// Lock identities.
@@ -1759,6 +1950,8 @@ pub struct LocksetResult {
     /// Flags with one setter, a unique thread: the flag's "seen" pseudo-lock, its "set"
     /// pseudo-lock and the setter ([`LocksetResult::flag_orders`]).
     flag_setters: FxHashMap<LockId, (LockId, ThreadId)>,
+    /// Counters that join workers to their waiter ([`LocksetResult::counter_orders`]).
+    counter_joins: Vec<CounterJoin>,
     /// Per thread, the known candidates of each unlock statement.
     unlocks: Vec<UnlockTargets>,
 }
@@ -1772,6 +1965,7 @@ impl LocksetResult {
             sem_mutex_ops: FxHashSet::default(),
             barriers: FxHashMap::default(),
             flag_setters: FxHashMap::default(),
+            counter_joins: Vec::new(),
             unlocks: Vec::new(),
         }
     }
@@ -1789,6 +1983,7 @@ impl LocksetResult {
         // result, and solve again without the ones that fail (each round drops at least one).
         let mut binary = binary_candidates(program, roles, backend, graph, &mut table);
         let flags = flag_candidates(program);
+        let counters = crate::counters::Counters::find(program, roles);
         let guard_locals = guards::guard_locals(program, roles);
         loop {
             let (solutions, unlocks) = Self::solve(
@@ -1800,6 +1995,7 @@ impl LocksetResult {
                 recursive,
                 &binary,
                 &flags,
+                &counters,
                 &guard_locals,
             );
             let mut result = LocksetResult {
@@ -1808,6 +2004,7 @@ impl LocksetResult {
                 sem_mutex_ops: FxHashSet::default(),
                 barriers: FxHashMap::default(),
                 flag_setters: FxHashMap::default(),
+                counter_joins: Vec::new(),
                 unlocks,
             };
             let failed = result.unheld_posts(program, roles, backend, graph, &binary);
@@ -1815,6 +2012,7 @@ impl LocksetResult {
                 result.sem_mutex_ops = result.sem_ops_on(program, roles, backend, graph, &binary);
                 result.barriers = result.ordering_barriers(program, roles, backend, graph);
                 result.flag_setters = result.flag_setters(program, graph, &flags);
+                result.counter_joins = result.counter_joins(program, graph, &counters);
                 return result;
             }
             binary.retain(|l| !failed.contains(l));
@@ -1832,6 +2030,7 @@ impl LocksetResult {
         recursive: bool,
         binary: &FxHashSet<LockId>,
         flags: &FxHashMap<GlobalId, (i128, i128)>,
+        counters: &crate::counters::Counters,
         guard_locals: &FxHashSet<(FuncId, LocalId)>,
     ) -> (Vec<SharedSolution>, Vec<UnlockTargets>) {
         let contexts = &graph.contexts;
@@ -1862,6 +2061,7 @@ impl LocksetResult {
                 recursive,
                 binary,
                 flags,
+                counters,
                 unlocks: &mut known,
                 guard_locals,
                 _p: std::marker::PhantomData,
@@ -2117,6 +2317,190 @@ impl LocksetResult {
             }
         }
         out
+    }
+
+    /// The counters that join workers to a waiter ([`crate::counters`]): checks the module's
+    /// conditions 1–3 on the locksets, and, for the full-count way, that the waiter's full
+    /// tests lie in its entry function, which nothing calls, and that it created every worker
+    /// there.
+    fn counter_joins(
+        &mut self,
+        program: &Program,
+        graph: &ThreadGraph,
+        counters: &crate::counters::Counters,
+    ) -> Vec<CounterJoin> {
+        let mut out = Vec::new();
+        if counters.is_empty() || graph.truncated {
+            return out;
+        }
+        let mut cs: Vec<(GlobalId, i128)> = counters.step.iter().map(|(g, k)| (*g, *k)).collect();
+        cs.sort();
+        // Functions called directly or whose address is taken (entries that may run again).
+        let mut called: FxHashSet<FuncId> = FxHashSet::default();
+        for f in &program.functions {
+            let Some(cfg) = &f.body else { continue };
+            for e in &cfg.edges {
+                if let Op::Call {
+                    callee: Callee::Direct(g),
+                    ..
+                } = &e.op
+                {
+                    called.insert(*g);
+                }
+                crate::ir::visit::op_exprs(&e.op, &mut |x| {
+                    if let ExprKind::Func(g) = x.kind {
+                        called.insert(g);
+                    }
+                });
+            }
+        }
+        for g in &program.globals {
+            for item in &g.init {
+                if let crate::ir::InitValue::Expr(e) = &item.value {
+                    crate::ir::visit::walk_expr(e, &mut |x| {
+                        if let ExprKind::Func(f) = x.kind {
+                            called.insert(f);
+                        }
+                    });
+                }
+            }
+        }
+        for (c, k) in cs {
+            let inc = self.table.intern(LockKey::CountInc(c));
+            let dec = self.table.intern(LockKey::CountDec(c));
+            let mut ok = true;
+            let mut writers: SmallVec<[ThreadId; 4]> = SmallVec::new();
+            // Per testing thread: whether it has a full test outside its entry function.
+            let mut testers: Vec<(ThreadId, bool)> = Vec::new();
+            let mut common: Option<SmallSet<LockId>> = None;
+            for tc in &graph.contexts {
+                for cx in tc.ids() {
+                    let func = tc.ctx(cx).func;
+                    let Some(cfg) = &program.function(func).body else {
+                        continue;
+                    };
+                    for (i, e) in cfg.edges.iter().enumerate() {
+                        let eid = EdgeId(i as u32);
+                        let store = crate::counters::update(&e.op).filter(|(g, _)| *g == c);
+                        let (zero, full) = match &e.op {
+                            Op::Assume { cond, branch } => (
+                                crate::counters::zero_tested(program, cond, *branch) == Some(c),
+                                counters.full.contains(&(func, eid)),
+                            ),
+                            _ => (false, false),
+                        };
+                        if store.is_none() && !zero && !full {
+                            continue;
+                        }
+                        let Some(locks) = self.at(tc.thread, cx, e.src) else {
+                            continue;
+                        };
+                        let real: SmallSet<LockId> = locks
+                            .must
+                            .iter()
+                            .filter(|h| {
+                                h.mode == LockMode::Write
+                                    && matches!(self.table.key(h.lock), LockKey::Addr(..))
+                            })
+                            .map(|h| h.lock)
+                            .collect();
+                        common = Some(match common {
+                            Some(x) => x.intersection(&real),
+                            None => real,
+                        });
+                        let holds =
+                            |l: LockId, set: &SmallSet<Held>| set.iter().any(|h| h.lock == l);
+                        if let Some((_, d)) = store {
+                            if !writers.contains(&tc.thread) {
+                                writers.push(tc.thread);
+                            }
+                            let fine = if d > 0 {
+                                d == k && !holds(inc, &locks.may) && !holds(dec, &locks.may)
+                            } else {
+                                d == -k && holds(inc, &locks.must) && !holds(dec, &locks.may)
+                            };
+                            ok &= fine;
+                        } else {
+                            let entry = graph.thread(tc.thread).entry;
+                            let outside = full && func != entry;
+                            match testers.iter_mut().find(|(t, _)| *t == tc.thread) {
+                                Some((_, o)) => *o |= outside,
+                                None => testers.push((tc.thread, outside)),
+                            }
+                        }
+                    }
+                }
+            }
+            if !ok || common.is_none_or(|x| x.is_empty()) {
+                continue;
+            }
+            if writers.iter().any(|w| graph.thread(*w).callback) {
+                continue;
+            }
+            writers.sort();
+            for (p, outside) in testers {
+                let th = graph.thread(p);
+                if writers.contains(&p) || !th.unique {
+                    continue;
+                }
+                let full_ok = !outside
+                    && !called.contains(&th.entry)
+                    && writers.iter().all(|w| {
+                        let wt = graph.thread(*w);
+                        wt.parents.as_slice() == [p] && wt.site.is_some_and(|s| s.func == th.entry)
+                    });
+                let zero_full =
+                    (full_ok && k == 1).then(|| self.table.intern(LockKey::CountZeroFull(c)));
+                let mut flags: Vec<GlobalId> = self
+                    .flag_setters
+                    .iter()
+                    .filter(|(_, (_, setter))| *setter == p)
+                    .filter_map(|(seen, _)| match self.table.key(*seen) {
+                        LockKey::FlagSeen(g) => Some(g),
+                        _ => None,
+                    })
+                    .collect();
+                flags.sort();
+                let gates: SmallVec<[(LockId, LockId); 1]> = flags
+                    .into_iter()
+                    .map(|g| {
+                        (
+                            self.table.intern(LockKey::CountZeroFlag(c, g)),
+                            self.table.intern(LockKey::GateOpen(g, c)),
+                        )
+                    })
+                    .collect();
+                if zero_full.is_none() && gates.is_empty() {
+                    continue;
+                }
+                out.push(CounterJoin {
+                    waiter: p,
+                    workers: writers.clone(),
+                    dec,
+                    zero_full,
+                    gates,
+                });
+            }
+        }
+        out
+    }
+
+    /// Whether a counter orders access `a` (of thread `ta`, locks `la`) before access `b` (of
+    /// `tb`, locks `lb`) ([`crate::counters`]): `ta` is one of its workers and has not
+    /// subtracted at `a` on any path, `tb` its waiter and has seen it zero on every path to
+    /// `b`, after a full count or after setting a flag whose gate `ta` passed before `a`.
+    pub fn counter_orders(&self, ta: ThreadId, la: &LocksAt, tb: ThreadId, lb: &LocksAt) -> bool {
+        let holds = |l: LockId, set: &SmallSet<Held>| set.iter().any(|h| h.lock == l);
+        ta != tb
+            && self.counter_joins.iter().any(|j| {
+                j.waiter == tb
+                    && j.workers.contains(&ta)
+                    && !holds(j.dec, &la.may)
+                    && (j.zero_full.is_some_and(|z| holds(z, &lb.must))
+                        || j.gates
+                            .iter()
+                            .any(|(zf, go)| holds(*zf, &lb.must) && holds(*go, &la.must)))
+            })
     }
 
     /// Whether a flag orders access `a` (of thread `ta`, locks `la`) before access `b` (of

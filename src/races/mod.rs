@@ -735,7 +735,13 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
                 .flag_orders(a.thread, &a.locks, b.thread, &b.locks)
             || inp
                 .locksets
-                .flag_orders(b.thread, &b.locks, a.thread, &a.locks);
+                .flag_orders(b.thread, &b.locks, a.thread, &a.locks)
+            || inp
+                .locksets
+                .counter_orders(a.thread, &a.locks, b.thread, &b.locks)
+            || inp
+                .locksets
+                .counter_orders(b.thread, &b.locks, a.thread, &a.locks);
         if protected || instance || once || barrier {
             return None;
         }

@@ -573,6 +573,7 @@ pub fn lock_name(
         LockKey::Barrier(b, off) => return format!("<passed {}>", base_name(p, &b, off)),
         LockKey::FlagSet(g) => return format!("<set {}>", p.global(g).name),
         LockKey::FlagSeen(g) => return format!("<seen {}>", p.global(g).name),
+        _ => return "<counter>".to_string(),
     };
     let (mut name, ty) = match b {
         Base::Global(g) => (p.global(g).name.clone(), Some(p.global(g).ty)),
@@ -652,6 +653,7 @@ pub fn thread_name(a: &Analysis<'_>, t: ThreadId) -> String {
 pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<String> {
     let mut v: Vec<String> = set
         .iter()
+        .filter(|h| !table.key(h.lock).is_counter())
         .map(|h| {
             let name = match table.key(h.lock) {
                 LockKey::Unknown => "<unknown lock>".to_string(),
@@ -661,6 +663,7 @@ pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<S
                 LockKey::Barrier(b, off) => format!("<passed {}>", base_name(p, &b, off)),
                 LockKey::FlagSet(g) => format!("<set {}>", p.global(g).name),
                 LockKey::FlagSeen(g) => format!("<seen {}>", p.global(g).name),
+                _ => "<counter>".to_string(),
             };
             match h.mode {
                 LockMode::Write => name,
