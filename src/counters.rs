@@ -32,6 +32,14 @@
 //!
 //! Either way an access a worker makes before its subtraction is ordered before whatever the
 //! waiter does after the observation (sequential consistency, as SV-COMP assumes).
+//!
+//! **Outer counting** is the other common shape: the waiter adds `k` for each worker it
+//! creates and each worker subtracts `k` once (never adds). Then
+//! `C = k · (additions by the waiter - workers that subtracted)`. When the waiter's entry
+//! function, which runs once and creates every worker, reaches a zero test only after adding
+//! at least once per thread it created ([`outer_tests`]) and creates none after it, seeing
+//! `C == 0` there means as many workers subtracted as the waiter added, so every created
+//! worker has subtracted.
 
 use crate::ir::visit::{strip_casts, walk_cfg_addr_taken, walk_expr};
 use crate::ir::{
@@ -51,6 +59,9 @@ pub struct Counters {
     /// a local `n` that bounds the threads the function created before, and after which it
     /// creates none ([`full_tests`]).
     pub full: FxHashSet<(FuncId, EdgeId)>,
+    /// Zero tests of a counter in a function that, on every path to them, added to it at
+    /// least once per thread it created, and after which it creates none ([`outer_tests`]).
+    pub outer: FxHashSet<(FuncId, EdgeId)>,
 }
 
 impl Counters {
@@ -77,7 +88,8 @@ impl Counters {
         } else {
             FxHashSet::default()
         };
-        Counters { step, full }
+        let outer = outer_tests(program, roles, &step);
+        Counters { step, full, outer }
     }
 
     /// Whether there is no counter.
@@ -326,12 +338,7 @@ pub fn full_tests(
         walk_cfg_addr_taken(cfg, &mut |l| {
             taken.insert(l);
         });
-        let calls_wrapper = cfg.edges.iter().any(|e| {
-            e.op.direct_callee().is_some_and(|g| {
-                creators.contains(&g) && !matches!(roles.get(g), Some(Role::ThreadCreate { .. }))
-            })
-        });
-        if calls_wrapper {
+        if calls_wrapper(cfg, roles, &creators) {
             continue;
         }
         let creates: Vec<EdgeId> = (0..cfg.edges.len())
@@ -352,13 +359,78 @@ pub fn full_tests(
             let counters = counter_locals(cfg, n, &taken);
             let src = cfg.edge(t).src;
             if counters.iter().any(|i| {
-                count_at(cfg, roles, *i, n, src).is_some_and(|cs| cs.iter().all(Count::bounded))
+                count_at(cfg, roles, Tally::Loop { i: *i, n }, src)
+                    .is_some_and(|cs| cs.iter().all(Count::bounded))
             }) {
                 out.insert((func, t));
             }
         }
     }
     out
+}
+
+/// The outer zero tests of `program` (module docs): in each function, branches that need a
+/// counter zero, reached only when the function has added to the counter at least as often as
+/// it created threads (each creation counts one, each addition minus one, from the function's
+/// entry), with no thread creation reachable after them. Functions that call a defined
+/// function that may create threads are skipped.
+pub fn outer_tests(
+    program: &Program,
+    roles: &Roles,
+    step: &FxHashMap<GlobalId, i128>,
+) -> FxHashSet<(FuncId, EdgeId)> {
+    let mut out = FxHashSet::default();
+    if step.is_empty() {
+        return out;
+    }
+    let creators = roles.callers_reaching(program, |r| matches!(r, Role::ThreadCreate { .. }));
+    for (fi, f) in program.functions.iter().enumerate() {
+        let func = FuncId(fi as u32);
+        let Some(cfg) = &f.body else { continue };
+        let tests: Vec<(EdgeId, GlobalId)> = cfg
+            .edges
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| match &e.op {
+                Op::Assume { cond, branch } => zero_tested(program, cond, *branch)
+                    .filter(|g| step.contains_key(g))
+                    .map(|g| (EdgeId(i as u32), g)),
+                _ => None,
+            })
+            .collect();
+        if tests.is_empty() || calls_wrapper(cfg, roles, &creators) {
+            continue;
+        }
+        let creates: Vec<EdgeId> = (0..cfg.edges.len())
+            .map(|i| EdgeId(i as u32))
+            .filter(|e| is_create(roles, &cfg.edge(*e).op))
+            .collect();
+        for (t, g) in tests {
+            let after = cfg.edge(t).dst;
+            if creates
+                .iter()
+                .any(|c| cfg.reaches(after, cfg.edge(*c).src, &[]))
+            {
+                continue;
+            }
+            if count_at(cfg, roles, Tally::Adds(g), cfg.edge(t).src)
+                .is_some_and(|cs| cs.iter().all(Count::bounded))
+            {
+                out.insert((func, t));
+            }
+        }
+    }
+    out
+}
+
+/// Whether `cfg` calls a defined function that may create threads (`creators` without the
+/// create functions themselves).
+fn calls_wrapper(cfg: &Cfg, roles: &Roles, creators: &FxHashSet<FuncId>) -> bool {
+    cfg.edges.iter().any(|e| {
+        e.op.direct_callee().is_some_and(|g| {
+            creators.contains(&g) && !matches!(roles.get(g), Some(Role::ThreadCreate { .. }))
+        })
+    })
 }
 
 /// Whether `op` may create a thread (a create call, or an indirect call).
@@ -408,14 +480,18 @@ fn below(cond: &Expr, branch: bool, n: LocalId) -> Option<LocalId> {
 
 /// The creation counts at node `at` (module docs of [`full_tests`]), or `None` when the
 /// analysis gives up.
-fn count_at(cfg: &Cfg, roles: &Roles, i: LocalId, n: LocalId, at: NodeId) -> Option<Vec<Count>> {
+fn count_at(cfg: &Cfg, roles: &Roles, tally: Tally, at: NodeId) -> Option<Vec<Count>> {
     let nodes = cfg.nodes.len();
     let mut facts: Vec<Vec<Count>> = vec![Vec::new(); nodes];
     let entry = cfg.entry.0 as usize;
+    let start = match tally {
+        Tally::Loop { .. } => None,
+        Tally::Adds(_) => Some(0),
+    };
     *facts.get_mut(entry)? = vec![Count {
         k0: true,
-        d: None,
-        e: None,
+        d: start,
+        e: start,
     }];
     let mut work: Vec<NodeId> = vec![cfg.entry];
     let mut steps = 0usize;
@@ -429,7 +505,7 @@ fn count_at(cfg: &Cfg, roles: &Roles, i: LocalId, n: LocalId, at: NodeId) -> Opt
             let edge = cfg.edge(eid);
             let mut next: Vec<Count> = here
                 .iter()
-                .filter_map(|c| count_transfer(roles, &edge.op, i, n, *c))
+                .filter_map(|c| count_transfer(roles, &edge.op, tally, *c))
                 .collect();
             let slot = facts.get_mut(edge.dst.0 as usize)?;
             next.extend(slot.iter().copied());
@@ -452,8 +528,32 @@ fn count_at(cfg: &Cfg, roles: &Roles, i: LocalId, n: LocalId, at: NodeId) -> Opt
     facts.get(at.0 as usize).cloned()
 }
 
+/// What the creations are counted against.
+#[derive(Clone, Copy, Debug)]
+enum Tally {
+    /// A loop counter `i` and its bound `n` (`d` bounds `created - i`, `e` bounds `i - n`).
+    Loop { i: LocalId, n: LocalId },
+    /// The function's own additions to a counter (`d` bounds `created - additions`, `e` is 0).
+    Adds(GlobalId),
+}
+
 /// One edge of the creation count; `None` when the edge cannot be taken.
-fn count_transfer(roles: &Roles, op: &Op, i: LocalId, n: LocalId, mut c: Count) -> Option<Count> {
+fn count_transfer(roles: &Roles, op: &Op, tally: Tally, mut c: Count) -> Option<Count> {
+    let (i, n) = match tally {
+        Tally::Loop { i, n } => (i, n),
+        Tally::Adds(g) => {
+            if is_create(roles, op) {
+                c.k0 = false;
+                c.d = shift(c.d, 1);
+            } else if let Some((h, d)) = update(op)
+                && h == g
+                && d > 0
+            {
+                c.d = shift(c.d, -1);
+            }
+            return Some(c);
+        }
+    };
     let writes = |lv: &Lval, l: LocalId| crate::ir::visit::whole_local(lv) == Some(l);
     match op {
         Op::Assign { lhs, rhs } if writes(lhs, i) => {

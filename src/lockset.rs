@@ -25,7 +25,8 @@
 //!   ([`LocksetResult::flag_orders`]; sequential consistency, as SV-COMP assumes);
 //! - a **thread-alive counter** (a global workers add to when they start and subtract from
 //!   when they end, under one mutex) orders what a worker does before subtracting before what
-//!   its waiter does after seeing it zero, when the waiter knows every worker had started
+//!   its waiter does after seeing it zero, when the waiter knows every worker had started (or
+//!   the waiter adds for each worker it creates and the workers only subtract)
 //!   ([`crate::counters`], [`LocksetResult::counter_orders`]; sequential consistency);
 //! - a condition wait releases and re-takes its mutex (the lockset is unchanged); semaphores
 //!   count in `may` only (they order threads but do not exclude them), except **binary
@@ -98,6 +99,9 @@ pub enum LockKey {
     CountFull(GlobalId),
     /// "Has seen the counter zero after a full count" (read mode).
     CountZeroFull(GlobalId),
+    /// "Has seen the counter zero after adding to it once per thread created" (an outer zero
+    /// test, [`crate::counters::outer_tests`]; read mode).
+    CountZeroOuter(GlobalId),
     /// "Has seen the counter (first) zero after setting the flag (second)" (read mode).
     CountZeroFlag(GlobalId, GlobalId),
     /// "Has taken a branch that needs the flag (first) unset after adding to the counter
@@ -116,6 +120,7 @@ impl LockKey {
                 | LockKey::CountDec(_)
                 | LockKey::CountFull(_)
                 | LockKey::CountZeroFull(_)
+                | LockKey::CountZeroOuter(_)
                 | LockKey::CountZeroFlag(..)
                 | LockKey::GateOpen(..)
         )
@@ -1073,6 +1078,9 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         if f.must.iter().any(|h| h.lock == full) {
                             f.must.insert(zero_full);
                         }
+                        if self.counters.outer.contains(&(func, at.edge)) {
+                            f.must.insert(read(self.table, LockKey::CountZeroOuter(c)));
+                        }
                         for g in done {
                             let h = read(self.table, LockKey::CountZeroFlag(c, g));
                             f.must.insert(h);
@@ -1931,6 +1939,9 @@ struct CounterJoin {
     dec: LockId,
     /// "Seen zero after a full count", when the waiter's full counts are valid.
     zero_full: Option<LockId>,
+    /// "Seen zero after adding once per creation", when the waiter adds and the workers
+    /// only subtract.
+    zero_outer: Option<LockId>,
     /// For each flag the waiter alone sets: "seen zero after setting the flag" and "gate
     /// open" of the flag and the counter.
     gates: SmallVec<[(LockId, LockId); 1]>,
@@ -2368,7 +2379,11 @@ impl LocksetResult {
         for (c, k) in cs {
             let inc = self.table.intern(LockKey::CountInc(c));
             let dec = self.table.intern(LockKey::CountDec(c));
+            // Every store keeps the inner discipline (add once, then subtract once).
             let mut ok = true;
+            // Per storing thread: (adds, subtracts, every subtraction is its first and no
+            // addition came before it).
+            let mut kinds: Vec<(ThreadId, bool, bool, bool)> = Vec::new();
             let mut writers: SmallVec<[ThreadId; 4]> = SmallVec::new();
             // Per testing thread: whether it has a full test outside its entry function.
             let mut testers: Vec<(ThreadId, bool)> = Vec::new();
@@ -2420,6 +2435,16 @@ impl LocksetResult {
                                 d == -k && holds(inc, &locks.must) && !holds(dec, &locks.may)
                             };
                             ok &= fine;
+                            let first_sub =
+                                d == -k && !holds(inc, &locks.may) && !holds(dec, &locks.may);
+                            match kinds.iter_mut().find(|(t, ..)| *t == tc.thread) {
+                                Some((_, adds, subs, subs_ok)) => {
+                                    *adds |= d > 0;
+                                    *subs |= d < 0;
+                                    *subs_ok &= d > 0 || first_sub;
+                                }
+                                None => kinds.push((tc.thread, d > 0, d < 0, d > 0 || first_sub)),
+                            }
                         } else {
                             let entry = graph.thread(tc.thread).entry;
                             let outside = full && func != entry;
@@ -2431,7 +2456,7 @@ impl LocksetResult {
                     }
                 }
             }
-            if !ok || common.is_none_or(|x| x.is_empty()) {
+            if common.is_none_or(|x| x.is_empty()) {
                 continue;
             }
             if writers.iter().any(|w| graph.thread(*w).callback) {
@@ -2440,15 +2465,46 @@ impl LocksetResult {
             writers.sort();
             for (p, outside) in testers {
                 let th = graph.thread(p);
-                if writers.contains(&p) || !th.unique {
+                if !th.unique {
                     continue;
                 }
-                let full_ok = !outside
-                    && !called.contains(&th.entry)
-                    && writers.iter().all(|w| {
-                        let wt = graph.thread(*w);
-                        wt.parents.as_slice() == [p] && wt.site.is_some_and(|s| s.func == th.entry)
-                    });
+                // Every worker was created by the waiter's entry function, which runs once.
+                let created_here = |workers: &[ThreadId]| {
+                    !called.contains(&th.entry)
+                        && workers.iter().all(|w| {
+                            let wt = graph.thread(*w);
+                            wt.parents.as_slice() == [p]
+                                && wt.site.is_some_and(|s| s.func == th.entry)
+                        })
+                };
+                if writers.contains(&p) {
+                    // Outer way: the waiter only adds, every other storing thread subtracts
+                    // once and never adds.
+                    let workers: SmallVec<[ThreadId; 4]> =
+                        writers.iter().copied().filter(|w| *w != p).collect();
+                    let outer_ok = kinds.iter().all(|(t, adds, subs, subs_ok)| {
+                        if *t == p {
+                            !*subs
+                        } else {
+                            !*adds && *subs && *subs_ok
+                        }
+                    }) && created_here(&workers);
+                    if outer_ok {
+                        out.push(CounterJoin {
+                            waiter: p,
+                            workers,
+                            dec,
+                            zero_full: None,
+                            zero_outer: Some(self.table.intern(LockKey::CountZeroOuter(c))),
+                            gates: SmallVec::new(),
+                        });
+                    }
+                    continue;
+                }
+                if !ok {
+                    continue;
+                }
+                let full_ok = !outside && created_here(&writers);
                 let zero_full =
                     (full_ok && k == 1).then(|| self.table.intern(LockKey::CountZeroFull(c)));
                 let mut flags: Vec<GlobalId> = self
@@ -2478,6 +2534,7 @@ impl LocksetResult {
                     workers: writers.clone(),
                     dec,
                     zero_full,
+                    zero_outer: None,
                     gates,
                 });
             }
@@ -2497,6 +2554,7 @@ impl LocksetResult {
                     && j.workers.contains(&ta)
                     && !holds(j.dec, &la.may)
                     && (j.zero_full.is_some_and(|z| holds(z, &lb.must))
+                        || j.zero_outer.is_some_and(|z| holds(z, &lb.must))
                         || j.gates
                             .iter()
                             .any(|(zf, go)| holds(*zf, &lb.must) && holds(*go, &la.must)))
