@@ -206,12 +206,6 @@ pub struct MemAccess<'p> {
 pub struct Publishing {
     /// The objects' base.
     pub object: Base,
-    /// The publishing thread.
-    pub thread: ThreadId,
-    /// Function of the publishing statement.
-    pub func: FuncId,
-    /// The publishing statement.
-    pub edge: EdgeId,
     /// Published by a store to memory (its write is an access of the statement) or a thread
     /// creation, which order the earlier accesses before any thread that obtains the address
     /// (interleaving semantics); false for a call that may keep the address.

@@ -766,16 +766,14 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             .iter()
             .flat_map(|(t, ps)| {
                 ps.iter()
-                    .map(|(site, func, edge, store)| crate::backend::Publishing {
+                    .map(|(site, _, _, store)| crate::backend::Publishing {
                         object: publication::site_base(*t, *site),
-                        thread: *t,
-                        func: *func,
-                        edge: *edge,
                         store: *store,
                     })
             })
             .collect();
         out.sort();
+        out.dedup();
         out
     }
 
