@@ -57,8 +57,8 @@ pub struct Counters {
     pub step: FxHashMap<GlobalId, i128>,
     /// Full-count tests: branches (function, edge) taken only when a counter of step 1 equals
     /// a local `n` that bounds the threads the function created before, and after which it
-    /// creates none ([`full_tests`]).
-    pub full: FxHashSet<(FuncId, EdgeId)>,
+    /// creates none ([`full_tests`]), with the counter.
+    pub full: FxHashMap<(FuncId, EdgeId), GlobalId>,
     /// Zero tests of a counter in a function that, on every path to them, added to it at
     /// least once per thread it created, and after which it creates none ([`outer_tests`]).
     pub outer: FxHashSet<(FuncId, EdgeId)>,
@@ -86,7 +86,7 @@ impl Counters {
         let full = if step.values().any(|k| *k == 1) {
             full_tests(program, roles, &step)
         } else {
-            FxHashSet::default()
+            FxHashMap::default()
         };
         let outer = outer_tests(program, roles, &step);
         Counters { step, full, outer }
@@ -314,20 +314,20 @@ pub fn full_tests(
     program: &Program,
     roles: &Roles,
     step: &FxHashMap<GlobalId, i128>,
-) -> FxHashSet<(FuncId, EdgeId)> {
+) -> FxHashMap<(FuncId, EdgeId), GlobalId> {
     let creators = roles.callers_reaching(program, |r| matches!(r, Role::ThreadCreate { .. }));
-    let mut out = FxHashSet::default();
+    let mut out = FxHashMap::default();
     for (fi, f) in program.functions.iter().enumerate() {
         let func = FuncId(fi as u32);
         let Some(cfg) = &f.body else { continue };
-        let tests: Vec<(EdgeId, LocalId)> = cfg
+        let tests: Vec<(EdgeId, GlobalId, LocalId)> = cfg
             .edges
             .iter()
             .enumerate()
             .filter_map(|(i, e)| match &e.op {
                 Op::Assume { cond, branch } => equal_tested(cond, *branch)
                     .filter(|(g, _)| step.get(g) == Some(&1))
-                    .map(|(_, n)| (EdgeId(i as u32), n)),
+                    .map(|(g, n)| (EdgeId(i as u32), g, n)),
                 _ => None,
             })
             .collect();
@@ -341,19 +341,9 @@ pub fn full_tests(
         if calls_wrapper(cfg, roles, &creators) {
             continue;
         }
-        let creates: Vec<EdgeId> = (0..cfg.edges.len())
-            .map(|i| EdgeId(i as u32))
-            .filter(|e| is_create(roles, &cfg.edge(*e).op))
-            .collect();
-        for (t, n) in tests {
-            if taken.contains(&n) {
-                continue;
-            }
-            let after = cfg.edge(t).dst;
-            if creates
-                .iter()
-                .any(|c| cfg.reaches(after, cfg.edge(*c).src, &[]))
-            {
+        let creates = creates(cfg, roles);
+        for (t, g, n) in tests {
+            if taken.contains(&n) || creates_after(cfg, &creates, t) {
                 continue;
             }
             let counters = counter_locals(cfg, n, &taken);
@@ -362,7 +352,7 @@ pub fn full_tests(
                 count_at(cfg, roles, Tally::Loop { i: *i, n }, src)
                     .is_some_and(|cs| cs.iter().all(Count::bounded))
             }) {
-                out.insert((func, t));
+                out.insert((func, t), g);
             }
         }
     }
@@ -401,16 +391,9 @@ pub fn outer_tests(
         if tests.is_empty() || calls_wrapper(cfg, roles, &creators) {
             continue;
         }
-        let creates: Vec<EdgeId> = (0..cfg.edges.len())
-            .map(|i| EdgeId(i as u32))
-            .filter(|e| is_create(roles, &cfg.edge(*e).op))
-            .collect();
+        let creates = creates(cfg, roles);
         for (t, g) in tests {
-            let after = cfg.edge(t).dst;
-            if creates
-                .iter()
-                .any(|c| cfg.reaches(after, cfg.edge(*c).src, &[]))
-            {
+            if creates_after(cfg, &creates, t) {
                 continue;
             }
             if count_at(cfg, roles, Tally::Adds(g), cfg.edge(t).src)
@@ -431,6 +414,22 @@ fn calls_wrapper(cfg: &Cfg, roles: &Roles, creators: &FxHashSet<FuncId>) -> bool
             creators.contains(&g) && !matches!(roles.get(g), Some(Role::ThreadCreate { .. }))
         })
     })
+}
+
+/// The edges of `cfg` that may create a thread ([`is_create`]).
+fn creates(cfg: &Cfg, roles: &Roles) -> Vec<EdgeId> {
+    (0..cfg.edges.len())
+        .map(|i| EdgeId(i as u32))
+        .filter(|e| is_create(roles, &cfg.edge(*e).op))
+        .collect()
+}
+
+/// Whether one of `creates` is reachable after edge `t`.
+fn creates_after(cfg: &Cfg, creates: &[EdgeId], t: EdgeId) -> bool {
+    let after = cfg.edge(t).dst;
+    creates
+        .iter()
+        .any(|c| cfg.reaches(after, cfg.edge(*c).src, &[]))
 }
 
 /// Whether `op` may create a thread (a create call, or an indirect call).

@@ -560,14 +560,14 @@ fn flag_candidates(program: &Program) -> FxHashMap<GlobalId, (i128, i128)> {
     out
 }
 
-/// The flag whose set value a branch `cond` (taken when its truth is `branch`) requires: the
-/// condition reads only that flag and constants, is false when the flag has its initial
-/// value and true when it has its set value.
-fn flag_tested(
+/// The flag a branch `cond` (taken when its truth is `branch`) decides on, and whether it
+/// needs the flag set: the condition reads only that flag and constants, and is taken for
+/// exactly one of the flag's two values (initial and set).
+fn flag_branch(
     cond: &Expr,
     branch: bool,
     flags: &FxHashMap<GlobalId, (i128, i128)>,
-) -> Option<GlobalId> {
+) -> Option<(GlobalId, bool)> {
     let mut flag: Option<GlobalId> = None;
     let mut other = false;
     crate::ir::visit::walk_expr(cond, &mut |x| {
@@ -586,36 +586,11 @@ fn flag_tested(
     let g = flag.filter(|_| !other)?;
     let (v0, c) = flags.get(&g).copied()?;
     let taken = |v: i128| flag_eval(cond, g, v).map(|x| (x != 0) == branch);
-    (taken(v0) == Some(false) && taken(c) == Some(true)).then_some(g)
-}
-
-/// The flag whose initial value a branch `cond` (taken when its truth is `branch`) requires:
-/// the condition reads only that flag and constants, is true when the flag has its initial
-/// value and false when it has its set value.
-fn flag_unset_tested(
-    cond: &Expr,
-    branch: bool,
-    flags: &FxHashMap<GlobalId, (i128, i128)>,
-) -> Option<GlobalId> {
-    let mut flag: Option<GlobalId> = None;
-    let mut other = false;
-    crate::ir::visit::walk_expr(cond, &mut |x| {
-        if let ExprKind::Load(lv) = &x.kind {
-            match lv.host {
-                Host::Var(Var::Global(g)) if lv.proj.is_empty() && flags.contains_key(&g) => {
-                    if flag.is_some_and(|f| f != g) {
-                        other = true;
-                    }
-                    flag = Some(g);
-                }
-                _ => other = true,
-            }
-        }
-    });
-    let g = flag.filter(|_| !other)?;
-    let (v0, c) = flags.get(&g).copied()?;
-    let taken = |v: i128| flag_eval(cond, g, v).map(|x| (x != 0) == branch);
-    (taken(v0) == Some(true) && taken(c) == Some(false)).then_some(g)
+    match (taken(v0)?, taken(c)?) {
+        (false, true) => Some((g, true)),
+        (true, false) => Some((g, false)),
+        _ => None,
+    }
 }
 
 /// The value of `e` when flag `g` holds `v` (constants, loads of `g`, casts, logical negation
@@ -997,9 +972,9 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 }
                 _ => None,
             },
-            Op::Assume { cond, branch } => {
-                flag_tested(cond, *branch, self.flags).map(LockKey::FlagSeen)
-            }
+            Op::Assume { cond, branch } => flag_branch(cond, *branch, self.flags)
+                .filter(|(_, set)| *set)
+                .map(|(g, _)| LockKey::FlagSeen(g)),
             _ => None,
         };
         let Some(key) = key else { return };
@@ -1087,25 +1062,13 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         }
                     }
                 }
-                if self.counters.full.contains(&(func, at.edge))
-                    && let Op::Assume { cond, .. } = &edge.op
-                    && let ExprKind::Binary(_, a, b) = &cond.kind
-                {
-                    let g = [a, b].into_iter().find_map(|x| match &x.kind {
-                        ExprKind::Load(lv) => match lv.host {
-                            Host::Var(Var::Global(g)) if lv.proj.is_empty() => Some(g),
-                            _ => None,
-                        },
-                        _ => None,
-                    });
-                    if let Some(g) = g {
-                        let h = read(self.table, LockKey::CountFull(g));
-                        for f in out.iter_mut() {
-                            f.must.insert(h);
-                        }
+                if let Some(g) = self.counters.full.get(&(func, at.edge)) {
+                    let h = read(self.table, LockKey::CountFull(*g));
+                    for f in out.iter_mut() {
+                        f.must.insert(h);
                     }
                 }
-                if let Some(flag) = flag_unset_tested(cond, *branch, self.flags) {
+                if let Some((flag, false)) = flag_branch(cond, *branch, self.flags) {
                     for f in out.iter_mut() {
                         let added: SmallVec<[GlobalId; 2]> = f
                             .must
@@ -2347,34 +2310,10 @@ impl LocksetResult {
         let mut cs: Vec<(GlobalId, i128)> = counters.step.iter().map(|(g, k)| (*g, *k)).collect();
         cs.sort();
         // Functions called directly or whose address is taken (entries that may run again).
-        let mut called: FxHashSet<FuncId> = FxHashSet::default();
+        let mut called = crate::ir::specialise::address_taken(program);
         for f in &program.functions {
             let Some(cfg) = &f.body else { continue };
-            for e in &cfg.edges {
-                if let Op::Call {
-                    callee: Callee::Direct(g),
-                    ..
-                } = &e.op
-                {
-                    called.insert(*g);
-                }
-                crate::ir::visit::op_exprs(&e.op, &mut |x| {
-                    if let ExprKind::Func(g) = x.kind {
-                        called.insert(g);
-                    }
-                });
-            }
-        }
-        for g in &program.globals {
-            for item in &g.init {
-                if let crate::ir::InitValue::Expr(e) = &item.value {
-                    crate::ir::visit::walk_expr(e, &mut |x| {
-                        if let ExprKind::Func(f) = x.kind {
-                            called.insert(f);
-                        }
-                    });
-                }
-            }
+            called.extend(cfg.edges.iter().filter_map(|e| e.op.direct_callee()));
         }
         for (c, k) in cs {
             let inc = self.table.intern(LockKey::CountInc(c));
@@ -2384,7 +2323,6 @@ impl LocksetResult {
             // Per storing thread: (adds, subtracts, every subtraction is its first and no
             // addition came before it).
             let mut kinds: Vec<(ThreadId, bool, bool, bool)> = Vec::new();
-            let mut writers: SmallVec<[ThreadId; 4]> = SmallVec::new();
             // Per testing thread: whether it has a full test outside its entry function.
             let mut testers: Vec<(ThreadId, bool)> = Vec::new();
             let mut common: Option<SmallSet<LockId>> = None;
@@ -2400,7 +2338,7 @@ impl LocksetResult {
                         let (zero, full) = match &e.op {
                             Op::Assume { cond, branch } => (
                                 crate::counters::zero_tested(program, cond, *branch) == Some(c),
-                                counters.full.contains(&(func, eid)),
+                                counters.full.contains_key(&(func, eid)),
                             ),
                             _ => (false, false),
                         };
@@ -2426,9 +2364,6 @@ impl LocksetResult {
                         let holds =
                             |l: LockId, set: &SmallSet<Held>| set.iter().any(|h| h.lock == l);
                         if let Some((_, d)) = store {
-                            if !writers.contains(&tc.thread) {
-                                writers.push(tc.thread);
-                            }
                             let fine = if d > 0 {
                                 d == k && !holds(inc, &locks.may) && !holds(dec, &locks.may)
                             } else {
@@ -2459,10 +2394,11 @@ impl LocksetResult {
             if common.is_none_or(|x| x.is_empty()) {
                 continue;
             }
+            let mut writers: SmallVec<[ThreadId; 4]> = kinds.iter().map(|(t, ..)| *t).collect();
+            writers.sort();
             if writers.iter().any(|w| graph.thread(*w).callback) {
                 continue;
             }
-            writers.sort();
             for (p, outside) in testers {
                 let th = graph.thread(p);
                 if !th.unique {

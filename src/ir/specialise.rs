@@ -271,7 +271,7 @@ impl<'a> ThreadCost<'a> {
 
 /// Functions whose address is taken (in a body or a static initialiser): they may be called
 /// through a pointer, by the program or by library code.
-fn address_taken(program: &Program) -> FxHashSet<FuncId> {
+pub(crate) fn address_taken(program: &Program) -> FxHashSet<FuncId> {
     let mut out = FxHashSet::default();
     let mut note = |x: &super::Expr| {
         if let ExprKind::Func(f) = x.kind {
