@@ -51,6 +51,28 @@ fn a_race_across_two_units_is_found_through_the_database() {
 }
 
 #[test]
+fn builtins_are_declared_in_every_unit() {
+    // Both units expand `va_start` (`__builtin_va_start`) and `bswap_16`
+    // (`__builtin_bswap16`); the second unit used to fail with "use of undeclared identifier".
+    // log.c also puts `_Alignas` on a struct member.
+    let (code, v) = json(&["-p", "tests/fixtures/project/builtins"]);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (Some(0), &Value::from("no-race")),
+        "{v}"
+    );
+    let (code, v) = json(&[
+        "tests/fixtures/project/builtins/src/log.c",
+        "tests/fixtures/project/builtins/src/main.c",
+    ]);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (Some(0), &Value::from("no-race")),
+        "{v}"
+    );
+}
+
+#[test]
 fn the_locked_variant_is_clean() {
     let (code, v) = json(&["-p", "tests/fixtures/project/clean"]);
     assert_eq!(code, Some(0));

@@ -16,10 +16,14 @@
 //! | `_Nullable`, `_Nonnull`, `_Null_unspecified` | (removed) |
 //! | `__label__ a, b;` | (removed) |
 //! | `asm goto (... : labels)` | `asm (...)` without the label list |
+//! | `_Alignas(X)` | `__attribute__((__racedar_alignas__(sizeof(X))))` |
 //!
 //! The marker attributes are read back by the lowering, which restores 128-bit integers and
 //! infers `__auto_type` from the initialiser, so nothing is lost but the labels of `asm goto`
-//! (inline assembly is unsupported anyway). Implicit `int` is inserted on demand: when a parse
+//! (inline assembly is unsupported anyway). lang-c accepts `_Alignas` only among declaration
+//! specifiers, not on struct members; as an attribute it is accepted in both places, and
+//! `sizeof(X)` parses whether `X` is a type or a constant, so the lowering reads the alignment
+//! back from the operand. Implicit `int` is inserted on demand: when a parse
 //! fails at an identifier where a type name was expected, `int ` is inserted there and the
 //! parse retried ([`Rewriter::insert`]).
 //!
@@ -284,8 +288,9 @@ impl<'a> Lexer<'a> {
 
 fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
     // Cheap exit: most translation units contain none of the rewritten words.
-    const WORDS: [&str; 7] = [
+    const WORDS: [&str; 8] = [
         "__thread",
+        "_Alignas",
         "__int128",
         "__uint128",
         "__float",
@@ -331,10 +336,46 @@ fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
         } else if matches!(w, "asm" | "__asm" | "__asm__") {
             i = asm_goto_edits(src, toks, i, &mut edits);
             continue;
+        } else if w == "_Alignas"
+            && let Some(close) = matching_paren(toks, i + 1)
+        {
+            edits.push(Edit {
+                at: a,
+                len: b - a,
+                text: "__attribute__((__racedar_alignas__(sizeof",
+            });
+            edits.push(Edit {
+                at: close + 1,
+                len: 0,
+                text: ")))",
+            });
         }
         i += 1;
     }
+    // The closing text of `_Alignas` comes after the edits inside its parentheses.
+    edits.sort_by_key(|e| e.at);
     edits
+}
+
+/// The offset of the `)` matching the `(` that is token `open`, if token `open` is one.
+fn matching_paren(toks: &[Tok], open: usize) -> Option<usize> {
+    if !matches!(toks.get(open), Some(Tok::Punct(_, b'('))) {
+        return None;
+    }
+    let mut depth = 0usize;
+    for t in &toks[open..] {
+        match *t {
+            Tok::Punct(_, b'(') => depth += 1,
+            Tok::Punct(at, b')') => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Handles `asm [qualifiers] goto (template : out : in : clobbers : labels)` starting at token
@@ -450,6 +491,20 @@ mod tests {
             r.text,
             "void f(void) { asm volatile  (\"jmp %l0\" : : \"r\"(1) : \"memory\" ); out: ; }"
         );
+    }
+
+    #[test]
+    fn alignas_becomes_an_attribute() {
+        let src = "struct s { _Alignas(__int128) char c; _Alignas(8) int x; };";
+        let r = Rewriter::new(src.to_string());
+        assert_eq!(
+            r.text,
+            "struct s { __attribute__((__racedar_alignas__(sizeof(long long \
+             __attribute__((__racedar_int128__)))))) char c; \
+             __attribute__((__racedar_alignas__(sizeof(8)))) int x; };"
+        );
+        let x = r.text.find("x;").unwrap();
+        assert_eq!(r.map.to_original(x), src.find("x;").unwrap());
     }
 
     #[test]

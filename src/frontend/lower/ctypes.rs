@@ -88,6 +88,25 @@ impl Lower<'_> {
                         .unwrap_or(16);
                     attrs.aligned = Some(attrs.aligned.unwrap_or(1).max(n.max(1) as u64));
                 }
+                "racedar_alignas" => {
+                    // `_Alignas(X)` rewritten by `compat` as `sizeof(X)`: the alignment of the
+                    // type X, or the constant X.
+                    let n = match a.arguments.first().map(|e| &e.node) {
+                        Some(ast::Expression::SizeOfTy(t)) => self
+                            .type_name(&t.node.0)
+                            .ok()
+                            .map(|ty| self.types().align_of(ty)),
+                        Some(ast::Expression::SizeOfVal(v)) => self
+                            .try_const(&v.node.0)
+                            .ok()
+                            .flatten()
+                            .map(|n| n.max(1) as u64),
+                        _ => None,
+                    };
+                    if let Some(n) = n {
+                        attrs.aligned = Some(attrs.aligned.unwrap_or(1).max(n));
+                    }
+                }
                 "noreturn" => attrs.noreturn = true,
                 "racedar_int128" => attrs.int128 = true,
                 "racedar_auto_type" => attrs.auto_type = true,

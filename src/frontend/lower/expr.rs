@@ -488,10 +488,15 @@ impl Lower<'_> {
 
     /// The function named `name`, declared implicitly (`int name()`) if unknown.
     pub(super) fn builtin_function(&mut self, name: &str, loc: Loc) -> FuncId {
-        if let Some(Symbol::Func(f)) = self
-            .lookup(name)
-            .or_else(|| self.pb.externs.get(name).copied())
-        {
+        if let Some(Symbol::Func(f)) = self.lookup(name) {
+            return f;
+        }
+        // Declared implicitly by an earlier unit: declare it in this unit too (every unit
+        // sees GCC's builtins).
+        if let Some(Symbol::Func(f)) = self.pb.externs.get(name).copied() {
+            if let Some(s) = self.scopes.first_mut() {
+                s.names.insert(name.to_string(), Symbol::Func(f));
+            }
             return f;
         }
         let int = self.pb.program.types.common.int;
