@@ -115,37 +115,18 @@ pub fn statement_accesses<'p>(
                         acc.pointee(p, AccessKind::Write, false, false);
                     }
                 }
-                Some(Role::Access {
-                    reads,
-                    writes,
-                    reads_from,
-                    writes_from,
-                }) => {
+                Some(Role::Library(spec)) => {
                     let pointer_arg = |i: usize| {
                         args.get(i).filter(|a| {
                             program.types.is_pointer(strip_casts(a).ty)
                                 && !matches!(strip_casts(a).kind, ExprKind::Str(_))
                         })
                     };
-                    for &i in reads {
-                        if let Some(p) = pointer_arg(i) {
-                            acc.pointee(p, AccessKind::Read, false, false);
-                        }
-                    }
-                    for &i in writes {
-                        if let Some(p) = pointer_arg(i) {
-                            acc.pointee(p, AccessKind::Write, false, false);
-                        }
-                    }
-                    for (from, kind) in [
-                        (reads_from, AccessKind::Read),
-                        (writes_from, AccessKind::Write),
-                    ] {
-                        if let Some(from) = from {
-                            for i in *from..args.len() {
-                                if let Some(p) = pointer_arg(i) {
-                                    acc.pointee(p, kind, false, false);
-                                }
+                    let (reads, writes) = spec.read_written(args.len());
+                    for (list, kind) in [(reads, AccessKind::Read), (writes, AccessKind::Write)] {
+                        for i in list {
+                            if let Some(p) = pointer_arg(i) {
+                                acc.pointee(p, kind, false, false);
                             }
                         }
                     }

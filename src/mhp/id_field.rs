@@ -107,18 +107,10 @@ pub(super) fn written_only_by(
                                 Some(Role::Atomic { object }) => {
                                     args.get(*object).into_iter().collect()
                                 }
-                                Some(Role::Access {
-                                    writes,
-                                    writes_from,
-                                    ..
-                                }) => args
-                                    .iter()
-                                    .enumerate()
-                                    .filter(|(k, _)| {
-                                        writes.contains(k) || writes_from.is_some_and(|w| *k >= w)
-                                    })
-                                    .map(|(_, a)| a)
-                                    .collect(),
+                                Some(Role::Library(spec)) => {
+                                    let (_, written) = spec.read_written(args.len());
+                                    written.iter().filter_map(|k| args.get(*k)).collect()
+                                }
                                 Some(_) => Vec::new(),
                             }
                         }

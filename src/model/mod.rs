@@ -27,7 +27,7 @@
 //! | `atomic-function` | | a defined function whose body runs atomically |
 //! | `atomic` | `object` | an atomic operation on `*object` |
 //! | `alloc` / `realloc` / `free` | `ptr` | heap allocation; `free` writes the freed object |
-//! | `access` | `reads`, `writes`, `reads-from`, `writes-from` | reads / writes the objects the listed pointer arguments point to (`*-from`: that argument and every later one) |
+//! | `library` | see [`library`] | what a library function reads, writes, keeps, frees, returns and calls back (`access` is the older name) |
 //! | `thread-unsafe` | | reads and writes hidden library state (POSIX lists it as not thread-safe): two unsynchronised calls race |
 //! | `nondet` | | returns an arbitrary value |
 //! | `assume` | `cond` | continues only when the argument is non-zero |
@@ -37,6 +37,8 @@
 //!
 //! Source: seed 001 §3 ("Concurrency model") and §8; RacerF's `models/*.yaml`
 //! (`notes/racerf-goblint.md` §3).
+
+pub mod library;
 
 use crate::ir::{FuncId, Program};
 use rustc_hash::FxHashMap;
@@ -214,21 +216,10 @@ pub enum Role {
         /// Argument: the pointer.
         ptr: usize,
     },
-    /// Reads and writes through pointer arguments.
-    Access {
-        /// Arguments whose pointed objects are read.
-        #[serde(default)]
-        reads: Vec<usize>,
-        /// Arguments whose pointed objects are written.
-        #[serde(default)]
-        writes: Vec<usize>,
-        /// This argument and every later one point to objects that are read.
-        #[serde(rename = "reads-from", default)]
-        reads_from: Option<usize>,
-        /// This argument and every later one point to objects that are written.
-        #[serde(rename = "writes-from", default)]
-        writes_from: Option<usize>,
-    },
+    /// A library function's effects on memory, its returned pointer and its callbacks
+    /// ([`library`]; `role = "library"`, formerly `"access"`).
+    #[serde(alias = "access")]
+    Library(library::LibSpec),
     /// Reads and writes hidden library state (not thread-safe, POSIX.1-2017 §2.9.1).
     ThreadUnsafe,
     /// Returns an arbitrary value.
@@ -253,10 +244,11 @@ pub enum Role {
 impl Role {
     /// Whether a call never returns to its caller (the path ends there).
     pub fn ends_path(&self) -> bool {
-        matches!(
-            self,
-            Role::Noreturn | Role::ThreadExit | Role::NonlocalJump { noreturn: true }
-        )
+        match self {
+            Role::Noreturn | Role::ThreadExit | Role::NonlocalJump { noreturn: true } => true,
+            Role::Library(spec) => spec.noreturn,
+            _ => false,
+        }
     }
 
     /// Whether the role describes a defined function (its body is analysed under the role)
@@ -297,6 +289,59 @@ const SHIPPED: &[(&str, &str)] = &[
         include_str!("../../config/gcc-atomics.toml"),
     ),
     ("libc.toml", include_str!("../../config/libc.toml")),
+    ("posix.toml", include_str!("../../config/posix.toml")),
+    (
+        "libraries/openssl.toml",
+        include_str!("../../config/libraries/openssl.toml"),
+    ),
+    (
+        "libraries/zlib.toml",
+        include_str!("../../config/libraries/zlib.toml"),
+    ),
+    (
+        "libraries/curl.toml",
+        include_str!("../../config/libraries/curl.toml"),
+    ),
+    (
+        "libraries/pcap.toml",
+        include_str!("../../config/libraries/pcap.toml"),
+    ),
+    (
+        "libraries/glib.toml",
+        include_str!("../../config/libraries/glib.toml"),
+    ),
+    (
+        "libraries/event.toml",
+        include_str!("../../config/libraries/event.toml"),
+    ),
+    (
+        "libraries/fuse.toml",
+        include_str!("../../config/libraries/fuse.toml"),
+    ),
+    (
+        "libraries/ncurses.toml",
+        include_str!("../../config/libraries/ncurses.toml"),
+    ),
+    (
+        "libraries/json.toml",
+        include_str!("../../config/libraries/json.toml"),
+    ),
+    (
+        "libraries/libpq.toml",
+        include_str!("../../config/libraries/libpq.toml"),
+    ),
+    (
+        "libraries/lua.toml",
+        include_str!("../../config/libraries/lua.toml"),
+    ),
+    (
+        "libraries/media.toml",
+        include_str!("../../config/libraries/media.toml"),
+    ),
+    (
+        "libraries/misc.toml",
+        include_str!("../../config/libraries/misc.toml"),
+    ),
 ];
 
 /// A loaded concurrency model: roles by exact name, then by prefix (longest prefix wins).
@@ -354,6 +399,19 @@ impl Model {
                 return Err(ModelError {
                     file: file.to_string(),
                     message: "a [[function]] entry needs `name`, `names` or `prefix`".into(),
+                });
+            }
+            if let Role::Library(spec) = &e.role
+                && let Err(message) = spec.validate()
+            {
+                let name = names
+                    .first()
+                    .or(e.prefix.as_ref())
+                    .cloned()
+                    .unwrap_or_default();
+                return Err(ModelError {
+                    file: file.to_string(),
+                    message: format!("function '{name}': {message}"),
                 });
             }
             for n in names {
@@ -625,6 +683,51 @@ mod tests {
             .add_toml("bad.toml", "[[function]]\nname = \"x\"\nrole = \"fly\"\n")
             .err();
         assert!(err.is_some_and(|e| e.to_string().starts_with("bad.toml:1: error:")));
+    }
+
+    #[test]
+    fn library_entries_parse_and_bad_ones_are_errors() {
+        let text = r#"
+[[function]]
+name = "getaddrinfo"
+role = "library"
+reads = [0, 1, 2]
+writes = [3]
+bytes = { 0 = "string", 2 = "pointee", 4 = "arg1*arg2" }
+stores = { 3 = "fresh" }
+returns = "arg0"
+keeps = [1]
+frees = [2]
+format = 1
+callbacks = [{ arg = 2, runs = "sync", params = ["arg0", "fresh"] },
+             { arg = 1, runs = "later", registry = "glut" }]
+drives = ["glut"]
+"#;
+        let mut m = Model::default();
+        m.add_toml("lib.toml", text)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Some(Role::Library(spec)) = m.role("getaddrinfo") else {
+            panic!("not a library entry: {:?}", m.role("getaddrinfo"));
+        };
+        use library::{Bytes, Param, Pointer, Runs};
+        assert_eq!(spec.bytes(0), Bytes::Rest);
+        assert_eq!(spec.bytes(2), Bytes::Pointee);
+        assert_eq!(spec.bytes(4), Bytes::Product(1, 2));
+        assert_eq!(spec.bytes(3), Bytes::Rest);
+        assert_eq!(spec.stores().collect::<Vec<_>>(), vec![(3, Pointer::Fresh)]);
+        assert_eq!(spec.returns, Pointer::Arg(0));
+        assert_eq!(spec.read_written(4), (vec![0, 1, 2], vec![2, 3]));
+        assert_eq!(spec.callbacks[0].runs, Runs::Sync);
+        assert_eq!(spec.callbacks[0].params, vec![Param::Arg(0), Param::Fresh]);
+        for bad in [
+            "[[function]]\nname = \"f\"\nrole = \"library\"\nbytes = { x = \"rest\" }\n",
+            "[[function]]\nname = \"f\"\nrole = \"library\"\nreturns = \"heap\"\n",
+            "[[function]]\nname = \"f\"\nrole = \"library\"\nreeds = [0]\n",
+            "[[function]]\nname = \"f\"\nrole = \"library\"\ncallbacks = [{ arg = 0, runs = \"later\" }]\n",
+        ] {
+            let err = Model::default().add_toml("bad.toml", bad).err();
+            assert!(err.is_some(), "accepted: {bad}");
+        }
     }
 
     /// Extending by a separately parsed model is adding its files afterwards.

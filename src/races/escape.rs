@@ -138,7 +138,7 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         Role::Once { control, .. } => vec![*control],
         Role::SemWait { sem, .. } | Role::SemPost { sem } => vec![*sem],
         Role::Atomic { .. }
-        | Role::Access { .. }
+        | Role::Library(_)
         | Role::Free { .. }
         | Role::Realloc { .. }
         | Role::Ignore

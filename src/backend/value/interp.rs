@@ -1348,15 +1348,8 @@ impl<'p> Interp<'_, 'p> {
                 }
                 out.multi = true;
             }
-            Some(Role::Access {
-                writes,
-                writes_from,
-                ..
-            }) => {
-                let mut idx: Vec<usize> = writes.clone();
-                if let Some(from) = writes_from {
-                    idx.extend(*from..args.len());
-                }
+            Some(Role::Library(spec)) => {
+                let (_, idx) = spec.read_written(args.len());
                 for i in idx {
                     if let Some(p) = args.get(i)
                         && self.types().is_pointer(strip_casts(p).ty)
@@ -1902,15 +1895,8 @@ fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> bool {
             | Role::Ignore
             | Role::Once { .. },
         ) => false,
-        Some(Role::Access {
-            writes,
-            writes_from,
-            ..
-        }) => {
-            let written = writes
-                .iter()
-                .copied()
-                .chain(writes_from.iter().flat_map(|f| *f..args.len()));
+        Some(Role::Library(spec)) => {
+            let (_, written) = spec.read_written(args.len());
             let types = &program.types;
             written.into_iter().any(|i| {
                 args.get(i).is_some_and(|a| {
