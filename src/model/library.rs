@@ -29,6 +29,7 @@
 //! | `callbacks` | list of tables | functions the call receives and runs (below) |
 //! | `drives` | list of registry names | the call runs the `later` callbacks registered with those registries (`exit` drives the registry `exit` of `atexit`) |
 //! | `noreturn` | bool | the function never returns (`exit`) |
+//! | `hidden` | `"read"`, `"write"`, `"read-write"` | the call reads / writes the function's hidden state, the object `returns = "static"` points to (`localtime` writes it, `getenv` reads it; `role = "thread-unsafe"` is `"read-write"`) |
 //!
 //! A callback is `{ arg = K, runs = "...", params = [...], registry = "...", deep = bool }`:
 //! argument K is the function (with `deep = true`: a function pointer stored in the object
@@ -274,6 +275,22 @@ pub struct LibSpec {
     /// It never returns (`exit`).
     #[serde(default)]
     pub noreturn: bool,
+    /// How the call touches the function's own hidden state (one object all threads share,
+    /// the one `returns = "static"` points to): read, written, or both (`thread-unsafe`).
+    #[serde(default)]
+    pub hidden: Option<Hidden>,
+}
+
+/// How a call touches its function's hidden state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Hidden {
+    /// Read (`getenv`).
+    Read,
+    /// Written (`localtime` fills its static `struct tm`).
+    Write,
+    /// Read and written (the `thread-unsafe` role).
+    ReadWrite,
 }
 
 /// An argument-keyed table entry's position, if the key is a number.
