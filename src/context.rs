@@ -76,6 +76,10 @@ pub enum CallKind {
     Atomic,
     /// The routine of a `pthread_once` (run under the once-control's lock).
     Once,
+    /// A callback a library function runs during the call (`qsort`'s comparator): the
+    /// position of the callback in the call's [`crate::model::Roles::callbacks`] (its
+    /// [`crate::model::CallbackUse::index`]).
+    Callback(u8),
 }
 
 /// A callee context entered by a call edge.
@@ -115,15 +119,18 @@ pub const MAX_CONTEXTS: usize = 200_000;
 
 impl ThreadContexts {
     /// Enumerates the function contexts reachable from `entry` with call strings of length
-    /// `depth`. `resolve(fctx, expr)` gives the functions a function-pointer expression may
-    /// designate (the backend's `functions` query).
+    /// `depth`. `resolve(fctx, expr, deep)` gives the functions a function-pointer expression
+    /// may designate (the backend's `functions` query; `deep`: the function pointers stored in
+    /// the objects it points to, [`crate::backend::Backend::callback_functions`]). Callbacks a
+    /// library function runs during the call are entered as calls
+    /// ([`CallKind::Callback`]).
     pub fn build(
         program: &Program,
         roles: &Roles,
         thread: ThreadId,
         entry: FuncId,
         depth: usize,
-        resolve: &mut dyn FnMut(&FnCtx, &crate::ir::Expr) -> Vec<FuncId>,
+        resolve: &mut dyn FnMut(&FnCtx, &crate::ir::Expr, bool) -> Vec<FuncId>,
     ) -> ThreadContexts {
         let mut tc = ThreadContexts {
             thread,
@@ -153,18 +160,34 @@ impl ThreadContexts {
                     Callee::Direct(f) => match roles.get(*f) {
                         Some(Role::Once { routine, .. }) => {
                             if let Some(r) = args.get(*routine) {
-                                let found = resolve(&fctx, r);
+                                let found = resolve(&fctx, r, false);
                                 let exact = found.len() == 1;
                                 targets
                                     .extend(found.into_iter().map(|g| (g, CallKind::Once, exact)));
                             }
                         }
                         Some(Role::AtomicFunction) => targets.push((*f, CallKind::Atomic, true)),
+                        Some(Role::Library(_)) | None if program.function(*f).body.is_none() => {
+                            for cb in roles.callbacks(program, &e.op) {
+                                if cb.runs != crate::model::library::Runs::Sync {
+                                    continue;
+                                }
+                                if let Some(a) = args.get(cb.arg) {
+                                    let found = resolve(&fctx, a, cb.deep);
+                                    let exact = !cb.deep && found.len() == 1;
+                                    targets.extend(
+                                        found
+                                            .into_iter()
+                                            .map(|g| (g, CallKind::Callback(cb.index), exact)),
+                                    );
+                                }
+                            }
+                        }
                         Some(_) => {}
                         None => targets.push((*f, CallKind::Plain, true)),
                     },
                     Callee::Indirect(fp) => {
-                        let found = resolve(&fctx, fp);
+                        let found = resolve(&fctx, fp, false);
                         targets.extend(found.into_iter().map(|g| {
                             let kind = match roles.get(g) {
                                 Some(Role::AtomicFunction) => CallKind::Atomic,

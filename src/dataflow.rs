@@ -722,6 +722,9 @@ pub fn recorded_callees(tc: &ThreadContexts, ctx: FnCtxId, edge: EdgeId) -> Call
     let targets = tc.callees(ctx, edge);
     Callees {
         funcs: targets.iter().map(|t| (t.func, t.kind, t.exact)).collect(),
-        transfer_too: false,
+        // A library function may also run its callbacks zero times.
+        transfer_too: targets
+            .iter()
+            .any(|t| matches!(t.kind, crate::context::CallKind::Callback(_))),
     }
 }

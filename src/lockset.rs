@@ -1287,7 +1287,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         guards::forget_frame(&mut fact.guards, target.func);
         let fact = &fact;
         match target.kind {
-            CallKind::Plain => fact.clone(),
+            CallKind::Plain | CallKind::Callback(_) => fact.clone(),
             CallKind::Atomic => Self::add(
                 fact,
                 Held {
@@ -1324,7 +1324,7 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
     ) -> LockFact {
         let (ctx, eid) = (at.ctx, at.edge);
         let mut f = match target.kind {
-            CallKind::Plain => exit.clone(),
+            CallKind::Plain | CallKind::Callback(_) => exit.clone(),
             CallKind::Atomic => Self::release(exit, LockId::ATOMIC),
             CallKind::Once => {
                 let mut f = exit.clone();
@@ -2396,7 +2396,7 @@ impl LocksetResult {
             }
             let mut writers: SmallVec<[ThreadId; 4]> = kinds.iter().map(|(t, ..)| *t).collect();
             writers.sort();
-            if writers.iter().any(|w| graph.thread(*w).callback) {
+            if writers.iter().any(|w| graph.thread(*w).signal) {
                 continue;
             }
             for (p, outside) in testers {

@@ -621,6 +621,15 @@ fn features<'p, B: Backend<'p>>(
                 };
                 match callee {
                     Callee::Direct(f) => {
+                        let ctx = tc.context(c, crate::ir::EdgeId(ei as u32));
+                        if let Some(reason) = callback_doubt(program, roles, backend, &ctx, &e.op) {
+                            out.push(Imprecision {
+                                reason,
+                                loc: Some(e.loc),
+                                blocks_race: false,
+                                blocks_no_race: true,
+                            });
+                        }
                         let unknown = (roles.get(*f).is_none()
                             && program.function(*f).body.is_none())
                         .then(|| {
@@ -707,6 +716,44 @@ fn features<'p, B: Backend<'p>>(
     }
     // Keep one entry per reason and place (sorted later).
     out
+}
+
+/// Why the callbacks a call hands to a library function may hide a race: an unknown function
+/// receives functions it may call (analysed as called during the call, which code we do not
+/// see need not do), or a specified callback has no known target.
+fn callback_doubt<'p, B: Backend<'p>>(
+    program: &Program,
+    roles: &Roles,
+    backend: &B,
+    ctx: &crate::context::Context,
+    op: &Op,
+) -> Option<String> {
+    let Op::Call {
+        callee: Callee::Direct(f),
+        args,
+        ..
+    } = op
+    else {
+        return None;
+    };
+    let name = &program.function(*f).name;
+    for cb in roles.callbacks(program, op) {
+        let Some(a) = args.get(cb.arg) else { continue };
+        let targets = backend.callback_functions(ctx, a, cb.deep);
+        if cb.index == crate::model::UNKNOWN_CALLBACK {
+            if targets.funcs.is_empty() {
+                continue; // a pointer to data holding no function
+            }
+            return Some(format!(
+                "unknown function '{name}' receives a function it may call at any time: \
+                 analysed as if it called it during the call"
+            ));
+        }
+        if targets.funcs.is_empty() {
+            return Some(format!("a callback passed to '{name}' has no known target"));
+        }
+    }
+    None
 }
 
 /// Prefixes of the names of thread-library functions (POSIX threads and semaphores, C11

@@ -15,6 +15,7 @@ use super::{AccessKind, AccessSite, MemAccess, Target};
 use crate::ir::types::{Quals, TypeKind};
 use crate::ir::visit::strip_casts;
 use crate::ir::{Callee, Expr, ExprKind, Host, Lval, Op, Program, Proj, TypeId};
+use crate::model::library::{Bytes, Hidden};
 use crate::model::{Role, Roles};
 
 /// Resolution of lvalues and pointers to targets, supplied by a backend.
@@ -22,8 +23,14 @@ pub trait Resolver<'p> {
     /// Where the object designated by `lv` is (several targets when ambiguous).
     fn lval_targets(&self, lv: &'p Lval) -> Vec<Target>;
     /// Where the object `p` points to is: the bytes from the pointed-to address to the end of
-    /// its object, or (`sized`) exactly one object of `p`'s pointee type.
-    fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target>;
+    /// its object, or (`size`) that many bytes from it: exactly those bytes when the flag is
+    /// set, else at most those (a `read` of up to `n` bytes).
+    fn pointee_targets(&self, p: &'p Expr, size: Option<(u64, bool)>) -> Vec<Target>;
+    /// An upper bound of the values of the integer expression `e`, when known and not
+    /// negative. Defaults to none.
+    fn int_upper(&self, _e: &'p Expr) -> Option<u64> {
+        None
+    }
     /// Whether the pointer `p` surely points into an object its thread has not published
     /// (see [`MemAccess::unpublished`]). Defaults to false.
     fn unpublished(&self, _p: &'p Expr) -> bool {
@@ -102,17 +109,18 @@ pub fn statement_accesses<'p>(
                         let name = &program.function(*f).name;
                         let load = name.contains("load");
                         let store = name.contains("store") || name.contains("clear");
+                        let size = acc.pointee_size(p);
                         if !store {
-                            acc.pointee(p, AccessKind::Read, true, true);
+                            acc.pointee(p, AccessKind::Read, true, size);
                         }
                         if !load {
-                            acc.pointee(p, AccessKind::Write, true, true);
+                            acc.pointee(p, AccessKind::Write, true, size);
                         }
                     }
                 }
                 Some(Role::Free { ptr }) | Some(Role::Realloc { ptr }) => {
                     if let Some(p) = args.get(*ptr) {
-                        acc.pointee(p, AccessKind::Write, false, false);
+                        acc.pointee(p, AccessKind::Write, false, None);
                     }
                 }
                 Some(Role::Library(spec)) => {
@@ -122,34 +130,68 @@ pub fn statement_accesses<'p>(
                                 && !matches!(strip_casts(a).kind, ExprKind::Str(_))
                         })
                     };
-                    let (reads, writes) = spec.read_written(args.len());
+                    let (mut reads, mut writes) = spec.read_written(args.len());
+                    // A `printf`-style format: the later arguments are dereferenced only for
+                    // `%s` (read) and `%n` (written); a format that is not a literal reads
+                    // every later pointer.
+                    if let Some(k) = spec.format {
+                        let later = |i: &usize| *i <= k;
+                        reads.retain(later);
+                        writes.retain(later);
+                        if !reads.contains(&k) {
+                            reads.push(k);
+                        }
+                        match args.get(k).map(|f| &strip_casts(f).kind) {
+                            Some(ExprKind::Str(sid)) => {
+                                let bytes = &program.strings[sid.0 as usize].bytes;
+                                let derefs = crate::model::library::format_derefs(bytes);
+                                for (j, d) in derefs.into_iter().enumerate() {
+                                    match d {
+                                        Some(false) => reads.push(k + 1 + j),
+                                        Some(true) => writes.push(k + 1 + j),
+                                        None => {}
+                                    }
+                                }
+                            }
+                            _ => reads.extend(k + 1..args.len()),
+                        }
+                    }
                     for (list, kind) in [(reads, AccessKind::Read), (writes, AccessKind::Write)] {
                         for i in list {
                             if let Some(p) = pointer_arg(i) {
-                                acc.pointee(p, kind, false, false);
+                                // A byte count is an upper bound (`read` may write fewer).
+                                let size = match spec.bytes(i) {
+                                    Bytes::Rest => None,
+                                    Bytes::Pointee => acc.pointee_size(p),
+                                    Bytes::Arg(n) => {
+                                        args.get(n).and_then(|x| r.int_upper(x)).map(|n| (n, false))
+                                    }
+                                    Bytes::Product(m, n) => args
+                                        .get(m)
+                                        .and_then(|x| r.int_upper(x))
+                                        .zip(args.get(n).and_then(|x| r.int_upper(x)))
+                                        .and_then(|(a, b)| a.checked_mul(b))
+                                        .map(|n| (n, false)),
+                                };
+                                acc.pointee(p, kind, false, size);
                             }
+                        }
+                    }
+                    if let (Some(h), Callee::Direct(f)) = (spec.hidden, callee) {
+                        let kinds: &[AccessKind] = match h {
+                            Hidden::Read => &[AccessKind::Read],
+                            Hidden::Write => &[AccessKind::Write],
+                            Hidden::ReadWrite => &[AccessKind::Read, AccessKind::Write],
+                        };
+                        for kind in kinds {
+                            acc.hidden(*f, *kind);
                         }
                     }
                 }
                 Some(Role::ThreadUnsafe) => {
                     if let Callee::Direct(f) = callee {
-                        let target = Target::Addr(super::Address {
-                            base: super::Base::Hidden(*f),
-                            range: super::ByteRange::sized(0, 1),
-                            exact: true,
-                        });
                         for kind in [AccessKind::Read, AccessKind::Write] {
-                            acc.out.push(MemAccess {
-                                target,
-                                kind,
-                                atomic: false,
-                                ty: program.types.common.char_,
-                                site: AccessSite::Hidden(*f),
-                                after_call: false,
-                                precise: true,
-                                unpublished: false,
-                                region: None,
-                            });
+                            acc.hidden(*f, kind);
                         }
                     }
                 }
@@ -166,12 +208,12 @@ pub fn statement_accesses<'p>(
                         if matches!(program.types.kind(pointee), TypeKind::Function(_)) {
                             continue;
                         }
-                        let kind = if program.types.quals(pointee).contains(Quals::CONST) {
+                        let kind = if const_pointer(program, a) {
                             AccessKind::Read
                         } else {
                             AccessKind::Write
                         };
-                        acc.pointee(a, kind, false, false);
+                        acc.pointee(a, kind, false, None);
                     }
                 }
                 _ => {}
@@ -183,6 +225,25 @@ pub fn statement_accesses<'p>(
         }
     }
     out
+}
+
+/// Whether an argument is a pointer to `const` data: its own type, or the type of the parameter
+/// it was converted to (`f(buf)` for `void f(const char *)` passes `(const char *)buf`).
+pub(crate) fn const_pointer(program: &Program, a: &Expr) -> bool {
+    let types = &program.types;
+    let mut e = a;
+    loop {
+        if types
+            .pointee(e.ty)
+            .is_some_and(|t| types.quals(t).contains(Quals::CONST))
+        {
+            return true;
+        }
+        match &e.kind {
+            ExprKind::Cast(inner) => e = inner,
+            _ => return false,
+        }
+    }
 }
 
 struct Collector<'a, 'p> {
@@ -256,8 +317,39 @@ impl<'p> Collector<'_, 'p> {
         }
     }
 
-    /// An access to the object `p` points to (through a library call).
-    fn pointee(&mut self, p: &'p Expr, kind: AccessKind, atomic: bool, sized: bool) {
+    /// The size of one object of the type `p` points to (exactly those bytes).
+    fn pointee_size(&self, p: &'p Expr) -> Option<(u64, bool)> {
+        let types = &self.program.types;
+        types
+            .pointee(strip_casts(p).ty)
+            .or_else(|| types.pointee(p.ty))
+            .and_then(|t| types.size_of(t))
+            .map(|n| (n, true))
+    }
+
+    /// An access to the hidden state of library function `f`.
+    fn hidden(&mut self, f: crate::ir::FuncId, kind: AccessKind) {
+        let target = Target::Addr(super::Address {
+            base: super::Base::Hidden(f),
+            range: super::ByteRange::sized(0, 1),
+            exact: true,
+        });
+        self.out.push(MemAccess {
+            target,
+            kind,
+            atomic: false,
+            ty: self.program.types.common.char_,
+            site: AccessSite::Hidden(f),
+            after_call: false,
+            precise: true,
+            unpublished: false,
+            region: None,
+        });
+    }
+
+    /// An access to the object `p` points to (through a library call): `size` bytes from the
+    /// pointed byte, or (`None`) to the end of the object.
+    fn pointee(&mut self, p: &'p Expr, kind: AccessKind, atomic: bool, size: Option<(u64, bool)>) {
         let ty: TypeId = self
             .program
             .types
@@ -265,7 +357,7 @@ impl<'p> Collector<'_, 'p> {
             .or_else(|| self.program.types.pointee(p.ty))
             .unwrap_or(self.program.types.common.void);
         let atomic = atomic || self.program.types.quals(ty).contains(Quals::ATOMIC);
-        let targets = self.r.pointee_targets(p, sized);
+        let targets = self.r.pointee_targets(p, size);
         let precise = targets.len() <= 1;
         let unpublished = self.r.unpublished(p);
         let region = self.r.region(p);

@@ -289,6 +289,21 @@ pub trait Backend<'p> {
     /// The functions a function-pointer expression may designate at `ctx`.
     fn functions(&self, ctx: &Context, e: &Expr) -> FuncTargets;
 
+    /// The functions a callback argument `e` of a library call designates at `ctx` (`deep`:
+    /// the function pointers stored in the objects `e` points to, as `sigaction`'s `struct
+    /// sigaction`). Defaults to [`Backend::functions`] for direct callbacks and to every
+    /// function a deep callback's pointee type could hold.
+    fn callback_functions(&self, ctx: &Context, e: &Expr, deep: bool) -> FuncTargets {
+        if deep {
+            FuncTargets {
+                funcs: Vec::new(),
+                exact: false,
+            }
+        } else {
+            self.functions(ctx, e)
+        }
+    }
+
     /// The one byte offset (possibly negative) that every object a pointer expression may
     /// point to at `ctx` is pointed to at: `Some(c)` when `e` points to at least one object
     /// and to each at exactly offset `c` (or is null); `None` when unknown or imprecise.

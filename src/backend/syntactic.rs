@@ -268,19 +268,15 @@ impl<'p> Resolver<'p> for At<'p> {
         }
     }
 
-    fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target> {
+    fn pointee_targets(&self, p: &'p Expr, size: Option<(u64, bool)>) -> Vec<Target> {
         match resolve_pointer(self.program, self.thread, self.func, p) {
             Some((base, off, exact)) => {
-                let types = &self.program.types;
-                let size = types
-                    .pointee(strip_casts(p).ty)
-                    .and_then(|t| types.size_of(t))
-                    .filter(|_| sized && exact);
+                let size = size.filter(|_| exact);
                 vec![Target::Addr(match size {
-                    Some(n) => Address {
+                    Some((n, all)) => Address {
                         base,
                         range: ByteRange::sized(off, n),
-                        exact: true,
+                        exact: all,
                     },
                     None => Address {
                         base,
@@ -370,6 +366,56 @@ impl<'p> Backend<'p> for Syntactic<'p> {
             .iter()
             .copied()
             .filter(|f| signature_compatible(types, self.program.function(*f).ty, want))
+            .collect();
+        FuncTargets {
+            funcs,
+            exact: false,
+        }
+    }
+
+    fn callback_functions(&self, ctx: &Context, e: &Expr, deep: bool) -> FuncTargets {
+        if !deep {
+            return self.functions(ctx, e);
+        }
+        // Every address-taken function of a type some function-pointer member of the pointee
+        // type has (any, for an untyped pointee).
+        let types = &self.program.types;
+        let mut wanted: Vec<TypeId> = Vec::new();
+        let mut any = false;
+        let mut stack: Vec<TypeId> = [e.ty, strip_casts(e).ty]
+            .iter()
+            .filter_map(|t| types.pointee(*t))
+            .collect();
+        let mut seen = rustc_hash::FxHashSet::default();
+        while let Some(t) = stack.pop() {
+            if !seen.insert(t) {
+                continue;
+            }
+            match types.kind(t) {
+                TypeKind::Void => any = true,
+                TypeKind::Pointer(p) if matches!(types.kind(*p), TypeKind::Function(_)) => {
+                    wanted.push(*p)
+                }
+                TypeKind::Array { elem, .. } => stack.push(*elem),
+                TypeKind::Comp(c) => {
+                    let info = types.comp(*c);
+                    if info.layout.is_none() {
+                        any = true;
+                    }
+                    stack.extend(info.fields.iter().map(|f| f.ty));
+                }
+                _ => {}
+            }
+        }
+        let funcs = self
+            .address_taken
+            .iter()
+            .copied()
+            .filter(|f| {
+                any || wanted
+                    .iter()
+                    .any(|w| signature_compatible(types, self.program.function(*f).ty, *w))
+            })
             .collect();
         FuncTargets {
             funcs,

@@ -760,6 +760,10 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
         let (Some(ps), Op::Call { args, .. }) = (self.params.get(&target.func), &edge.op) else {
             return f;
         };
+        if matches!(target.kind, crate::context::CallKind::Callback(_)) {
+            // A library function passes the callback's arguments, not the call's.
+            return f;
+        }
         let site = Site {
             ctx: at.ctx,
             edge: at.edge,

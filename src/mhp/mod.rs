@@ -1142,6 +1142,17 @@ impl ActiveThreads<'_> {
                     Callee::Direct(g) => self.roles.get(*g).cloned(),
                     Callee::Indirect(_) => None,
                 };
+                if !matches!(role, Some(Role::ThreadCreate { .. })) {
+                    // A library function that starts threads or installs signal handlers:
+                    // they may run from here on (no thread id to join them by).
+                    let site = CallSite { func, edge: eid };
+                    for t in self.graph.created_at(site) {
+                        f.may_created.insert(t.id);
+                        f.may_active.insert(t.id);
+                        f.joined.remove(&t.id);
+                        f.created_joined.remove(&t.id);
+                    }
+                }
                 match role {
                     Some(Role::ThreadCreate { thread_id, .. }) => {
                         let site = CallSite { func, edge: eid };
@@ -1219,13 +1230,7 @@ impl ActiveThreads<'_> {
                     }
                     Some(r) if r.ends_path() => return,
                     None => {
-                        // An unknown function may start the callbacks it receives.
-                        let site = CallSite { func, edge: eid };
-                        for t in self.graph.created_at(site) {
-                            f.may_created.insert(t.id);
-                            f.may_active.insert(t.id);
-                        }
-                        // It may also join the threads whose ids it receives.
+                        // An unknown function may join the threads whose ids it receives.
                         for a in args.iter().filter(|_| !f.ids.is_empty()) {
                             let child = self
                                 .keys
@@ -1334,7 +1339,9 @@ impl FactAnalysis for ActiveThreads<'_> {
         // come back at the return): one entry fact serves every caller path with the same
         // threads and certainty. Its paths are certain only when the call surely reaches it.
         let mut f = fact.clone();
-        f.certain &= target.exact;
+        // A library function may not run a callback at all.
+        let callback = matches!(target.kind, crate::context::CallKind::Callback(_));
+        f.certain &= target.exact && !callback;
         f.cons.clear();
         f.flags.clear();
         f.ret = None;
@@ -1344,6 +1351,7 @@ impl FactAnalysis for ActiveThreads<'_> {
             // knows holds that thread's id (`join_it(id1)` with `join_it(pthread_t t)`).
             let mut bound: SmallVec<[(IdKey, ThreadId); 2]> = SmallVec::new();
             if caller != target.func
+                && !callback
                 && let Op::Call { args, .. } = &edge.op
             {
                 let program = self.program;

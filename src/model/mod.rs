@@ -39,6 +39,7 @@
 //! (`notes/racerf-goblint.md` §3).
 
 pub mod library;
+mod shipped;
 
 use crate::ir::{FuncId, Program};
 use rustc_hash::FxHashMap;
@@ -219,7 +220,7 @@ pub enum Role {
     /// A library function's effects on memory, its returned pointer and its callbacks
     /// ([`library`]; `role = "library"`, formerly `"access"`).
     #[serde(alias = "access")]
-    Library(library::LibSpec),
+    Library(Box<library::LibSpec>),
     /// Reads and writes hidden library state (not thread-safe, POSIX.1-2017 §2.9.1).
     ThreadUnsafe,
     /// Returns an arbitrary value.
@@ -345,10 +346,14 @@ const SHIPPED: &[(&str, &str)] = &[
 ];
 
 /// A loaded concurrency model: roles by exact name, then by prefix (longest prefix wins).
+/// The shipped files are indexed once per process and their entries parsed on first use
+/// ([`shipped`]); files added with [`Model::add_toml`] are parsed at once and override them.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
     by_name: FxHashMap<String, Role>,
     prefixes: Vec<(String, Role)>,
+    /// Whether the shipped files are part of the model (below the entries above).
+    shipped: bool,
 }
 
 /// A model file that does not parse: its name and the TOML error (which gives line and column).
@@ -374,14 +379,10 @@ impl std::fmt::Display for ModelError {
 impl Model {
     /// The shipped models.
     pub fn shipped() -> Model {
-        let mut m = Model::default();
-        for (name, text) in SHIPPED {
-            // The shipped files are tested to parse (see the tests below).
-            if let Err(e) = m.add_toml(name, text) {
-                tracing::error!("{e}");
-            }
+        Model {
+            shipped: true,
+            ..Model::default()
         }
-        m
     }
 
     /// Adds the entries of a TOML model; later entries override earlier ones.
@@ -431,6 +432,7 @@ impl Model {
     /// Adds every entry of `later`, which override this model's as if `later`'s files had been
     /// added after this model's ([`Model::add_toml`]).
     pub fn extend(&mut self, later: Model) {
+        self.shipped |= later.shipped;
         self.by_name.extend(later.by_name);
         for (p, role) in later.prefixes {
             self.prefixes.retain(|(q, _)| *q != p);
@@ -443,12 +445,24 @@ impl Model {
 
     /// The role of a function by name, if the model knows it.
     pub fn role(&self, name: &str) -> Option<&Role> {
-        self.by_name.get(name).or_else(|| {
-            self.prefixes
-                .iter()
-                .find(|(p, _)| name.starts_with(p.as_str()))
-                .map(|(_, r)| r)
-        })
+        if let Some(r) = self.by_name.get(name) {
+            return Some(r);
+        }
+        let index = self.shipped.then(shipped::index);
+        if let Some(r) = index.and_then(|i| i.exact(name)) {
+            return Some(r);
+        }
+        let own = self
+            .prefixes
+            .iter()
+            .find(|(p, _)| name.starts_with(p.as_str()));
+        let theirs = index.and_then(|i| i.prefix(name));
+        match (own, theirs) {
+            (Some((p, r)), Some((q, _))) if p.len() >= q.len() => Some(r),
+            (_, Some((_, r))) => Some(r),
+            (Some((_, r)), None) => Some(r),
+            (None, None) => None,
+        }
     }
 
     /// The roles of a program's functions, indexed by [`FuncId`]: a function with a body gets
@@ -618,6 +632,130 @@ impl Roles {
     }
 }
 
+/// A function a call hands to a library function, and how it runs ([`library::Callback`];
+/// for an unknown function, every function it receives runs during the call).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallbackUse<'r> {
+    /// The argument holding it (with `deep`: pointing to an object holding it).
+    pub arg: usize,
+    /// When it runs.
+    pub runs: library::Runs,
+    /// The function pointer is stored in the object the argument points to.
+    pub deep: bool,
+    /// What its parameters receive.
+    pub params: &'r [library::Param],
+    /// The registry of a `later` callback.
+    pub registry: Option<&'r str>,
+    /// Its position among the specification's callbacks ([`UNKNOWN_CALLBACK`] for an
+    /// unknown function's).
+    pub index: u8,
+}
+
+/// [`CallbackUse::index`] of a function an unknown function receives.
+pub const UNKNOWN_CALLBACK: u8 = u8::MAX;
+
+/// Whether a type may hold a function pointer: a pointer to a function, or a struct, union
+/// or array with one inside (incomplete types may).
+fn holds_function_pointer(types: &crate::ir::TypeTable, ty: crate::ir::TypeId) -> bool {
+    use crate::ir::types::TypeKind;
+    let mut stack = vec![ty];
+    let mut seen = rustc_hash::FxHashSet::default();
+    while let Some(t) = stack.pop() {
+        if !seen.insert(t) {
+            continue;
+        }
+        match types.kind(t) {
+            TypeKind::Pointer(p) => {
+                if matches!(types.kind(*p), TypeKind::Function(_)) {
+                    return true;
+                }
+            }
+            TypeKind::Array { elem, .. } => stack.push(*elem),
+            TypeKind::Comp(c) => {
+                let info = types.comp(*c);
+                if info.layout.is_none() {
+                    return true;
+                }
+                stack.extend(info.fields.iter().map(|f| f.ty));
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+impl Roles {
+    /// The callbacks the call `op` hands to a library function: those its specification lists,
+    /// or, for an unknown function (no body, no role), every argument that is a function or
+    /// points to an object that may hold a function pointer (run during the call).
+    pub fn callbacks<'a>(&'a self, program: &Program, op: &crate::ir::Op) -> Vec<CallbackUse<'a>> {
+        let crate::ir::Op::Call {
+            callee: crate::ir::Callee::Direct(f),
+            args,
+            ..
+        } = op
+        else {
+            return Vec::new();
+        };
+        match self.get(*f) {
+            Some(Role::Library(spec)) => spec
+                .callbacks
+                .iter()
+                .enumerate()
+                .map(|(i, c)| CallbackUse {
+                    arg: c.arg,
+                    runs: c.runs,
+                    deep: c.deep,
+                    params: &c.params,
+                    registry: c.registry.as_deref(),
+                    index: u8::try_from(i).unwrap_or(UNKNOWN_CALLBACK - 1),
+                })
+                .collect(),
+            None if program.function(*f).body.is_none() => {
+                let types = &program.types;
+                args.iter()
+                    .enumerate()
+                    .filter_map(|(i, a)| {
+                        let inner = crate::ir::visit::strip_casts(a);
+                        let direct = matches!(inner.kind, crate::ir::ExprKind::Func(_))
+                            || types.func_sig(a.ty).is_some()
+                            || types.func_sig(inner.ty).is_some();
+                        let deep = !direct
+                            && !matches!(inner.kind, crate::ir::ExprKind::Str(_))
+                            && [a.ty, inner.ty].iter().any(|t| {
+                                types.pointee(*t).is_some_and(|p| {
+                                    matches!(types.kind(p), crate::ir::types::TypeKind::Void)
+                                        || holds_function_pointer(types, p)
+                                })
+                            });
+                        (direct || deep).then_some(CallbackUse {
+                            arg: i,
+                            runs: library::Runs::Sync,
+                            deep,
+                            params: &[],
+                            registry: None,
+                            index: UNKNOWN_CALLBACK,
+                        })
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The callback of the call `op` with [`CallbackUse::index`] `index`.
+    pub fn callback<'a>(
+        &'a self,
+        program: &Program,
+        op: &crate::ir::Op,
+        index: u8,
+    ) -> Option<CallbackUse<'a>> {
+        self.callbacks(program, op)
+            .into_iter()
+            .find(|c| c.index == index)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,6 +765,70 @@ mod tests {
         for (name, text) in SHIPPED {
             let mut m = Model::default();
             m.add_toml(name, text).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+
+    /// The lazy index finds exactly the names and prefixes a full parse does, every entry
+    /// parses on its own, and no name is described twice (in one file or two).
+    #[test]
+    fn shipped_index_matches_a_full_parse() {
+        let index = shipped::index();
+        let mut full: Vec<String> = Vec::new();
+        let mut prefixes: Vec<String> = Vec::new();
+        for (_, text) in SHIPPED {
+            let f: File = toml::from_str(text).unwrap_or_else(|e| panic!("{e}"));
+            for e in f.function {
+                full.extend(e.names);
+                full.extend(e.name);
+                prefixes.extend(e.prefix);
+            }
+        }
+        let mut sorted = full.clone();
+        sorted.sort();
+        let dup: Vec<&String> = sorted
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| &w[0])
+            .collect();
+        assert!(dup.is_empty(), "described twice: {dup:?}");
+        let mut indexed: Vec<&str> = index.names().collect();
+        indexed.sort_unstable();
+        assert_eq!(
+            indexed,
+            sorted.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        for (file, text) in index.entries() {
+            let f: Result<File, _> = toml::from_str(text);
+            let f = f.unwrap_or_else(|e| panic!("{file}: {e}\n{text}"));
+            assert!(
+                f.function.len() <= 1,
+                "{file}: one entry per chunk:\n{text}"
+            );
+            let (names, prefix) = shipped::names_of(text);
+            if let Some(e) = f.function.first() {
+                let mut want: Vec<&str> = e.names.iter().map(String::as_str).collect();
+                want.extend(e.name.as_deref());
+                assert_eq!(names, want, "{file}:\n{text}");
+                assert_eq!(prefix, e.prefix.as_deref(), "{file}:\n{text}");
+            }
+        }
+        let mut p = prefixes.clone();
+        p.sort();
+        p.dedup();
+        assert_eq!(p.len(), prefixes.len(), "a prefix described twice");
+        // Lazy and eager models agree.
+        let mut eager = Model::default();
+        for (name, text) in SHIPPED {
+            eager.add_toml(name, text).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let lazy = Model::shipped();
+        for n in full
+            .iter()
+            .chain(&prefixes)
+            .map(String::as_str)
+            .chain(["pthread_foo", "x"])
+        {
+            assert_eq!(lazy.role(n), eager.role(n), "{n}");
         }
     }
 

@@ -138,7 +138,6 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         Role::Once { control, .. } => vec![*control],
         Role::SemWait { sem, .. } | Role::SemPost { sem } => vec![*sem],
         Role::Atomic { .. }
-        | Role::Library(_)
         | Role::Free { .. }
         | Role::Realloc { .. }
         | Role::Ignore
@@ -157,6 +156,8 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         | Role::SpecificSet { .. }
         | Role::MutexAttrSettype { .. }
         | Role::MutexInit { .. } => (0..n).collect(),
+        // A specified library function keeps only what its specification says.
+        Role::Library(spec) => (0..n).filter(|i| !spec.keeps(*i)).collect(),
         // The exit value of a thread reaches its joiner.
         Role::ThreadExit | Role::AtomicFunction => Vec::new(),
     }

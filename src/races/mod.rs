@@ -1049,10 +1049,11 @@ fn instance_locks<'p, B: Backend<'p>>(
         let Some(k) = unchanged_param(program, func, p) else {
             break;
         };
-        let mut callers = tc
-            .calls
-            .iter()
-            .filter(|(_, ts)| ts.iter().any(|t| t.ctx == ctx));
+        // Callbacks get their arguments from the library function, not from the call.
+        let mut callers = tc.calls.iter().filter(|(_, ts)| {
+            ts.iter()
+                .any(|t| t.ctx == ctx && !matches!(t.kind, crate::context::CallKind::Callback(_)))
+        });
         let Some(((caller, call_edge), _)) = callers.next() else {
             break;
         };

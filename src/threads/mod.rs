@@ -39,9 +39,9 @@ pub struct Thread {
     pub exact_entry: bool,
     /// Whether the thread lies on a cycle of the creation graph.
     pub in_cycle: bool,
-    /// Whether an unknown external function may start it (a function pointer passed to code
-    /// we do not see may be called back at any time, from any thread).
-    pub callback: bool,
+    /// A signal handler (installed by `signal`, `sigaction`, ...: it runs asynchronously, in
+    /// any thread, any number of times after its installation).
+    pub signal: bool,
 }
 
 impl Thread {
@@ -51,6 +51,22 @@ impl Thread {
     /// (`worker@main.c:12 via main.c:30`).
     pub fn name(&self, program: &Program) -> String {
         let entry = &program.function(self.entry).name;
+        if self.signal
+            && let Some(site) = self.site
+        {
+            let loc = program
+                .function(site.func)
+                .body
+                .as_ref()
+                .and_then(|c| c.edges.get(site.edge.0 as usize))
+                .map(|e| e.loc)
+                .unwrap_or_default();
+            return format!(
+                "signal handler {entry} (installed at {}:{})",
+                short_file(program.file_name(loc)),
+                loc.line
+            );
+        }
         match self.site {
             None => entry.clone(),
             Some(site) => {
@@ -250,7 +266,7 @@ impl ThreadGraph {
             unique: true,
             exact_entry: true,
             in_cycle: false,
-            callback: false,
+            signal: false,
         }];
         let mut contexts: Vec<ThreadContexts> = Vec::new();
         let mut by_key: FxHashMap<(FuncId, CallSite), ThreadId> = FxHashMap::default();
@@ -276,14 +292,21 @@ impl ThreadGraph {
             backend.analyse_thread(tid, entry, threads[next].site);
             let tc = match backend.thread_contexts(tid) {
                 Some(tc) => tc,
-                None => ThreadContexts::build(program, roles, tid, entry, depth, &mut |fctx, e| {
-                    let ctx = Context {
-                        thread: tid,
-                        fctx: fctx.clone(),
-                        edge: EdgeId(0),
-                    };
-                    backend.functions(&ctx, e).funcs
-                }),
+                None => ThreadContexts::build(
+                    program,
+                    roles,
+                    tid,
+                    entry,
+                    depth,
+                    &mut |fctx, e, deep| {
+                        let ctx = Context {
+                            thread: tid,
+                            fctx: fctx.clone(),
+                            edge: EdgeId(0),
+                        };
+                        backend.callback_functions(&ctx, e, deep).funcs
+                    },
+                ),
             };
             let mult = context_multiplicity(program, &tc, &mut loops);
             // Create statements in every context, in a deterministic order.
@@ -296,8 +319,14 @@ impl ThreadGraph {
                 for (ei, e) in cfg.edges.iter().enumerate() {
                     if let Some(f) = e.op.direct_callee() {
                         let create = matches!(roles.get(f), Some(Role::ThreadCreate { .. }));
-                        let unknown = roles.get(f).is_none() && program.function(f).body.is_none();
-                        if create || unknown {
+                        let spawn = roles.callbacks(program, &e.op).iter().any(|c| {
+                            matches!(
+                                c.runs,
+                                crate::model::library::Runs::Thread
+                                    | crate::model::library::Runs::Signal
+                            )
+                        });
+                        if create || spawn {
                             creates.push((
                                 CallSite {
                                     func,
@@ -316,15 +345,13 @@ impl ThreadGraph {
                 let m = if in_loop { mult_add(m, m) } else { m };
                 let sm = site_mult.entry((tid, site)).or_insert(0);
                 *sm = mult_add(*sm, m);
-                let (funcs, exact, callback) = match create_entry(program, roles, site) {
-                    Some(entry_expr) => {
-                        let ctx = tc.context(c, site.edge);
-                        let targets = backend.functions(&ctx, entry_expr);
-                        (targets.funcs, targets.exact, false)
-                    }
-                    None => (callbacks(program, site), false, true),
-                };
-                for f in funcs {
+                let mut started: Vec<(FuncId, bool, bool)> = Vec::new();
+                for (entry_expr, deep, signal) in started_by(program, roles, site) {
+                    let ctx = tc.context(c, site.edge);
+                    let targets = backend.callback_functions(&ctx, entry_expr, deep);
+                    started.extend(targets.funcs.iter().map(|f| (*f, targets.exact, signal)));
+                }
+                for (f, exact, signal) in started {
                     if program.function(f).body.is_none() {
                         continue;
                     }
@@ -341,10 +368,10 @@ impl ThreadGraph {
                                 entry: f,
                                 site: Some(site),
                                 parents: Vec::new(),
-                                unique: !callback,
+                                unique: !signal,
                                 exact_entry: exact,
                                 in_cycle: false,
-                                callback,
+                                signal,
                             });
                             by_key.insert((f, site), t);
                             t
@@ -386,7 +413,7 @@ impl ThreadGraph {
             let t = &threads[i];
             let site = t.site;
             let unique = !t.in_cycle
-                && !t.callback
+                && !t.signal
                 && t.parents.len() == 1
                 && t.parents.iter().all(|p| {
                     let parent = &threads[p.0 as usize];
@@ -476,60 +503,46 @@ impl ThreadGraph {
     }
 }
 
-/// The entry-function argument of a create statement (`None` for other calls).
-fn create_entry<'p>(
+/// The threads a call starts: the entry-function argument of a thread creation, and the
+/// callbacks a library function runs in a new thread or as a signal handler, as (expression,
+/// deep, signal handler) ([`crate::model::CallbackUse`]).
+fn started_by<'p>(
     program: &'p Program,
     roles: &Roles,
     site: CallSite,
-) -> Option<&'p crate::ir::Expr> {
-    let cfg = program.function(site.func).body.as_ref()?;
-    let Op::Call { callee, args, .. } = &cfg.edges.get(site.edge.0 as usize)?.op else {
-        return None;
-    };
-    match callee {
-        crate::ir::Callee::Direct(f) => match roles.get(*f) {
-            Some(Role::ThreadCreate { entry, .. }) => args.get(*entry),
-            _ => None,
-        },
-        crate::ir::Callee::Indirect(_) => None,
-    }
-}
-
-/// Defined functions a call of an unknown external function receives, directly or in the
-/// static initialiser of a global whose address it receives: it may call them back.
-fn callbacks(program: &Program, site: CallSite) -> Vec<FuncId> {
-    let Some(Op::Call { args, .. }) = program
+) -> Vec<(&'p crate::ir::Expr, bool, bool)> {
+    let Some(edge) = program
         .function(site.func)
         .body
         .as_ref()
         .and_then(|c| c.edges.get(site.edge.0 as usize))
-        .map(|e| &e.op)
     else {
         return Vec::new();
     };
-    let mut out = Vec::new();
-    let mut note = |e: &crate::ir::Expr| match &e.kind {
-        crate::ir::ExprKind::Func(f) => out.push(*f),
-        crate::ir::ExprKind::AddrOf(lv) => {
-            if let crate::ir::Host::Var(crate::ir::Var::Global(g)) = lv.host {
-                for item in &program.global(g).init {
-                    if let crate::ir::InitValue::Expr(v) = &item.value {
-                        crate::ir::visit::walk_expr(v, &mut |x| {
-                            if let crate::ir::ExprKind::Func(f) = x.kind {
-                                out.push(f);
-                            }
-                        });
-                    }
-                }
-            }
-        }
-        _ => {}
+    let Op::Call { callee, args, .. } = &edge.op else {
+        return Vec::new();
     };
-    for a in args {
-        crate::ir::visit::walk_expr(a, &mut note);
+    let crate::ir::Callee::Direct(f) = callee else {
+        return Vec::new();
+    };
+    if let Some(Role::ThreadCreate { entry, .. }) = roles.get(*f) {
+        return args
+            .get(*entry)
+            .map(|e| (e, false, false))
+            .into_iter()
+            .collect();
     }
-    out.retain(|f| program.function(*f).body.is_some());
-    out.sort();
-    out.dedup();
-    out
+    roles
+        .callbacks(program, &edge.op)
+        .into_iter()
+        .filter_map(|c| {
+            use crate::model::library::Runs;
+            let signal = match c.runs {
+                Runs::Thread => false,
+                Runs::Signal => true,
+                _ => return None,
+            };
+            Some((args.get(c.arg)?, c.deep, signal))
+        })
+        .collect()
 }

@@ -29,6 +29,7 @@ use crate::ir::{
     BinOp, Callee, Edge, Expr, ExprKind, FuncId, Host, LocalId, Lval, Op, Program, Proj, TypeId,
     UnOp, Var,
 };
+use crate::model::library::Runs;
 use crate::model::{Role, Roles};
 use racedar_domains::{Bool3, Interval, Ptr, Value};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -1240,8 +1241,13 @@ impl<'p> Interp<'_, 'p> {
         let mut result: Option<Val> = None;
         // The allocation site whose new object the call returns, and its contents.
         let mut fresh: Option<(Site, Obj)> = None;
-        if !out.publ.is_empty() && may_retain(self.program, role.as_ref(), args) {
-            let vals: Vec<Val> = args.iter().map(|a| self.eval(s, func, a)).collect();
+        let retained = may_retain(self.program, role.as_ref(), args);
+        if !out.publ.is_empty() && !retained.is_empty() {
+            let vals: Vec<Val> = retained
+                .iter()
+                .filter_map(|i| args.get(*i))
+                .map(|a| self.eval(s, func, a))
+                .collect();
             // Creating a thread orders the creator's earlier accesses before the thread's.
             let ordered = matches!(role, Some(Role::ThreadCreate { .. }));
             self.publish_carried(&mut out, &vals, None, ordered);
@@ -1349,12 +1355,86 @@ impl<'p> Interp<'_, 'p> {
                 out.multi = true;
             }
             Some(Role::Library(spec)) => {
-                let (_, idx) = spec.read_written(args.len());
-                for i in idx {
+                let started: Vec<Val> = spec
+                    .callbacks
+                    .iter()
+                    .filter(|c| matches!(c.runs, Runs::Thread | Runs::Signal))
+                    .map(|c| self.started_arg(s, func, args, &c.params))
+                    .collect();
+                if !started.is_empty() {
+                    // Like a thread creation: the new thread starts from this state.
+                    let site = CallSite {
+                        func,
+                        edge: at.edge,
+                    };
+                    self.publish_carried(&mut out, &started, None, true);
+                    let argv = started.iter().fold(Val::bottom(), |a, v| a.join(v));
+                    let entry = self
+                        .effects
+                        .creates
+                        .entry(site)
+                        .or_insert_with(|| (State::bottom(), Val::bottom()));
+                    entry.0.join_with(s);
+                    entry.1 = entry.1.join(&argv);
+                    out.multi = true;
+                }
+                let callee_id = match callee {
+                    Callee::Direct(f) => Some(*f),
+                    Callee::Indirect(_) => None,
+                };
+                let carried = self.carried(s, func, args);
+                let (_, written) = spec.read_written(args.len());
+                let copies: Vec<(usize, usize)> = spec.copies().collect();
+                for &(d, src) in &copies {
+                    if let (Some(dp), Some(sp)) = (args.get(d), args.get(src)) {
+                        let n = self.byte_count(s, func, args, spec.bytes(d));
+                        self.lib_copy(&mut out, func, dp, sp, n);
+                    }
+                }
+                for i in written {
+                    if copies.iter().any(|(d, _)| *d == i) || spec.frees.contains(&i) {
+                        continue;
+                    }
                     if let Some(p) = args.get(i)
                         && self.types().is_pointer(strip_casts(p).ty)
                     {
-                        self.havoc_pointee(&mut out, func, p);
+                        self.lib_write(&mut out, func, p, spec.bytes(i), args, &carried);
+                    }
+                }
+                if let Some(f) = callee_id {
+                    for (k, kind) in spec.stores() {
+                        let Some(p) = args.get(k) else { continue };
+                        // `*p` is a pointer to the stored pointer's pointee.
+                        let target = self
+                            .types()
+                            .pointee(strip_casts(p).ty)
+                            .or_else(|| self.types().pointee(p.ty))
+                            .and_then(|t| self.types().pointee(t));
+                        let v = self.lib_pointer(&mut out, at, f, args, kind, target);
+                        self.store_through(&mut out, func, p, &v);
+                    }
+                    if matches!(
+                        spec.hidden,
+                        Some(crate::model::library::Hidden::Write)
+                            | Some(crate::model::library::Hidden::ReadWrite)
+                    ) {
+                        let b = Base::Hidden(f);
+                        self.store(
+                            &mut out,
+                            b,
+                            Interval::new(0, racedar_domains::interval::POS_INF),
+                            1,
+                            &Val::int(Interval::TOP),
+                            false,
+                            None,
+                        );
+                    }
+                    if let Some(ty) = dest_ty
+                        && self.types().is_pointer(ty)
+                    {
+                        let pointee = self.types().pointee(ty);
+                        result =
+                            Some(self.lib_pointer(&mut out, at, f, args, spec.returns, pointee));
                     }
                 }
             }
@@ -1375,10 +1455,7 @@ impl<'p> Interp<'_, 'p> {
                             continue;
                         };
                         if matches!(self.types().kind(pointee), TypeKind::Function(_))
-                            || self
-                                .types()
-                                .quals(pointee)
-                                .contains(crate::ir::types::Quals::CONST)
+                            || crate::backend::accesses::const_pointer(self.program, a)
                         {
                             continue;
                         }
@@ -1564,6 +1641,7 @@ impl<'p> Interp<'_, 'p> {
                 None if self.program.function(*f).body.is_some() => {
                     out.funcs.push((*f, CallKind::Plain, true));
                 }
+                Some(Role::Library(_)) | None => self.sync_callbacks(at, &edge.op, d, &mut out),
                 _ => {}
             },
             Callee::Indirect(fp) => {
@@ -1608,6 +1686,28 @@ impl<'p> Interp<'_, 'p> {
             return s;
         };
         let callee = self.program.function(g);
+        if let CallKind::Callback(k) = target.kind {
+            // A library function calls it: parameters as its specification says.
+            let params: Vec<crate::model::library::Param> = self
+                .roles
+                .callback(self.program, &edge.op, k)
+                .map(|c| c.params.to_vec())
+                .unwrap_or_default();
+            for (i, p) in callee.params.iter().enumerate() {
+                let ty = callee.local(*p).ty;
+                let param = params.get(i).copied().unwrap_or_default();
+                let v = self.callback_param(&mut s, at, args, param, ty);
+                let v = self.convert(v, ty);
+                let base = Base::Local {
+                    thread: self.thread,
+                    func: g,
+                    local: *p,
+                };
+                let size = self.types().size_of(ty).unwrap_or(1);
+                self.store(&mut s, base, Interval::constant(0), size, &v, true, None);
+            }
+            return s;
+        }
         for (i, p) in callee.params.iter().enumerate() {
             let ty = callee.local(*p).ty;
             let v = match args.get(i) {
@@ -1730,7 +1830,9 @@ impl<'p> Interp<'_, 'p> {
             }
         }
         if let Op::Call { dest: Some(d), .. } = &edge.op {
-            let v = if target.kind == CallKind::Once || exit.ret.is_bottom() {
+            let v = if matches!(target.kind, CallKind::Once | CallKind::Callback(_))
+                || exit.ret.is_bottom()
+            {
                 self.top_of(d.ty)
             } else {
                 self.convert(exit.ret.clone(), d.ty)
@@ -1743,7 +1845,7 @@ impl<'p> Interp<'_, 'p> {
             if let (Some(site), Some(h), false) = (
                 returned,
                 self.holder_lval(caller, d),
-                target.kind == CallKind::Once,
+                matches!(target.kind, CallKind::Once | CallKind::Callback(_)),
             ) {
                 s.publ.add_holder(site, h);
             }
@@ -1862,11 +1964,12 @@ pub fn specific_keys(program: &Program, roles: &Roles) -> FxHashSet<GlobalId> {
     used
 }
 
-/// Whether a library call may keep the addresses its arguments carry where another thread can
-/// reach them ([`super::publication`]): anything but synchronisation on objects, bookkeeping,
-/// `free`, and library functions that read and write through their pointers without storing
-/// pointers (none of the objects they write has a pointer type).
-fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> bool {
+/// The arguments of a library call whose addresses it may keep where another thread can
+/// reach them ([`super::publication`]): all of them but for synchronisation on objects,
+/// bookkeeping, `free`, and specified library functions, which keep those their specification
+/// says they keep (pointers they store into what they write are published by the store).
+fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> Vec<usize> {
+    let _ = program;
     match role {
         Some(
             Role::Free { .. }
@@ -1894,19 +1997,9 @@ fn may_retain(program: &Program, role: Option<&Role>, args: &[Expr]) -> bool {
             // (`pthread_mutex_init`, `pthread_setspecific`: a value only this thread gets back).
             | Role::Ignore
             | Role::Once { .. },
-        ) => false,
-        Some(Role::Library(spec)) => {
-            let (_, written) = spec.read_written(args.len());
-            let types = &program.types;
-            written.into_iter().any(|i| {
-                args.get(i).is_some_and(|a| {
-                    types
-                        .pointee(strip_casts(a).ty)
-                        .is_none_or(|t| types.is_pointer(t))
-                })
-            })
-        }
-        _ => true,
+        ) => Vec::new(),
+        Some(Role::Library(spec)) => spec.keeps.clone(),
+        _ => (0..args.len()).collect(),
     }
 }
 

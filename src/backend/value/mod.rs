@@ -13,7 +13,9 @@
 //! backend *degrades*: every query is answered by the syntactic backend, which is sound without
 //! a state, and the reason is reported as an imprecision.
 
+pub mod callbacks;
 pub mod interp;
+pub mod library;
 pub mod memory;
 pub mod publication;
 pub mod regions;
@@ -412,7 +414,12 @@ impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
         out
     }
 
-    fn pointee_targets(&self, p: &'p Expr, sized: bool) -> Vec<Target> {
+    fn int_upper(&self, e: &'p Expr) -> Option<u64> {
+        let hi = self.interp.eval(self.state, self.func, e).as_int().hi();
+        (hi != interval::POS_INF && hi >= 0).then_some(hi as u64)
+    }
+
+    fn pointee_targets(&self, p: &'p Expr, size: Option<(u64, bool)>) -> Vec<Target> {
         let types = &self.interp.program.types;
         let v = self.interp.eval(self.state, self.func, p).as_ptr();
         let inner = crate::ir::visit::strip_casts(p);
@@ -420,14 +427,16 @@ impl<'p> Resolver<'p> for StateResolver<'_, 'p> {
             .pointee(inner.ty)
             .or_else(|| types.pointee(p.ty))
             .unwrap_or(types.common.void);
-        let size = types.size_of(pointee).filter(|_| sized);
         let mut out: Vec<Target> = v
             .targets()
             .iter()
             .filter(|(b, _)| !matches!(b, Base::Func(_)))
             .map(|(b, off)| {
                 let (range, exact) = match size {
-                    Some(n) => range_of(*off, n),
+                    Some((n, all)) => {
+                        let (r, e) = range_of(*off, n);
+                        (r, e && all)
+                    }
                     None => {
                         let lo = u64::try_from(off.lo().max(0)).unwrap_or(u64::MAX);
                         // A library access from a constant offset to the end of a global
@@ -684,6 +693,25 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
         funcs.dedup();
         let exact = funcs.len() == 1 && v.targets().len() == 1 && !v.null;
         FuncTargets { funcs, exact }
+    }
+
+    fn callback_functions(&self, ctx: &Context, e: &Expr, deep: bool) -> FuncTargets {
+        if !self.live() {
+            return self.syntactic.callback_functions(ctx, e, deep);
+        }
+        let Some(s) = self.state_at(ctx) else {
+            return FuncTargets {
+                funcs: Vec::new(),
+                exact: false,
+            };
+        };
+        match self
+            .interp(ctx.thread)
+            .callback_targets(s, ctx.fctx.func, e, deep)
+        {
+            Some((funcs, exact)) => FuncTargets { funcs, exact },
+            None => self.syntactic.callback_functions(ctx, e, deep),
+        }
     }
 
     fn exact_offset(&self, ctx: &Context, e: &Expr) -> Option<i128> {
