@@ -115,12 +115,15 @@ pub struct Analysis<'p> {
 /// Prepares a lowered program for [`analyse`]: peels `opts.unroll` iterations of the loops
 /// that create threads ([`crate::ir::unroll`]), then gives each call site of a small function
 /// that creates or joins threads its own copy ([`crate::ir::specialise`]), so that each
-/// peeled iteration and each call of a create wrapper starts its own thread.
+/// peeled iteration and each call of a create wrapper starts its own thread; finally calls
+/// exit handlers and registered callbacks where they run ([`crate::ir::deferred`]).
 pub fn prepare(program: &mut Program, roles: &Roles, opts: &AnalysisOptions) {
     let n = crate::ir::unroll::peel_thread_loops(program, roles, opts.unroll);
     tracing::debug!(loops = n, "peeled thread-creating loops");
     let n = crate::ir::specialise::specialise_thread_functions(program, roles);
     tracing::debug!(copies = n, "specialised thread functions per call site");
+    let n = crate::ir::deferred::insert_deferred_callbacks(program, roles);
+    tracing::debug!(sites = n, "deferred callbacks made explicit");
 }
 
 /// Runs the race analysis on a lowered program whose functions `roles` classifies

@@ -16,6 +16,8 @@ struct Expect {
     context_depth: Option<usize>,
     syntactic: bool,
     concrete: bool,
+    /// Extra model files (`--config FILE`), relative to the crate root.
+    configs: Vec<String>,
     must: BTreeSet<u32>,
     reported: BTreeSet<u32>,
     not_must: BTreeSet<u32>,
@@ -41,6 +43,7 @@ fn expectations(src: &str) -> Expect {
                 match w {
                     ["--context-depth", d] => e.context_depth = d.parse().ok(),
                     ["--backend", "syntactic"] => e.syntactic = true,
+                    ["--config", f] => e.configs.push(f.to_string()),
                     _ => {}
                 }
             }
@@ -89,7 +92,15 @@ fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
     }
     let (mut program, _) = frontend::load(std::slice::from_ref(&rel), &FrontendOptions::default())
         .unwrap_or_else(|e| panic!("{} does not lower: {e}", rel.display()));
+    let mut model = racedar::model::Model::shipped();
+    for f in &exp.configs {
+        let text = std::fs::read_to_string(f).unwrap_or_else(|e| panic!("{f}: {e}"));
+        model
+            .add_toml(f, &text)
+            .unwrap_or_else(|e| panic!("{name}: {e}", name = rel.display()));
+    }
     let opts = AnalysisOptions {
+        model,
         context_depth: exp.context_depth.unwrap_or(1),
         backend: if exp.syntactic {
             BackendKind::Syntactic

@@ -472,7 +472,7 @@ impl Machine<'_> {
                     Err(Stop::new("assumption does not hold"))
                 }
             }
-            Some(Role::Noreturn) => {
+            Some(r @ (Role::Noreturn | Role::Library(_))) if r.ends_path() => {
                 if name == "__builtin_unreachable" {
                     return Err(Stop::new("__builtin_unreachable reached"));
                 }

@@ -44,6 +44,9 @@ pub struct Edge {
     /// 0 for an edge of the program; `k` for the copy of an edge in the `k`-th peeled
     /// iteration of its loop ([`crate::ir::unroll`]).
     pub peel: u8,
+    /// A call the analysis added that may not happen in an execution (a callback a library
+    /// may run here, [`crate::ir::deferred`]): paths through it are never certain.
+    pub uncertain: bool,
 }
 
 /// The function called by a [`Op::Call`].

@@ -9,6 +9,7 @@
 //! store in bit sets.
 
 pub mod cfg;
+pub mod deferred;
 pub mod expr;
 pub mod pretty;
 pub mod specialise;

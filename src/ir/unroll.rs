@@ -135,6 +135,7 @@ fn peel(cfg: &mut Cfg, h: NodeId, body: &[bool], n: u8) {
                 op: e.op.clone(),
                 loc: e.loc,
                 peel: (c + 1) as u8,
+                uncertain: e.uncertain,
             });
         }
     }

@@ -1341,7 +1341,7 @@ impl FactAnalysis for ActiveThreads<'_> {
         let mut f = fact.clone();
         // A library function may not run a callback at all.
         let callback = matches!(target.kind, crate::context::CallKind::Callback(_));
-        f.certain &= target.exact && !callback;
+        f.certain &= target.exact && !callback && !edge.uncertain;
         f.cons.clear();
         f.flags.clear();
         f.ret = None;

@@ -107,6 +107,7 @@ impl FnBuilder {
             op,
             loc,
             peel: 0,
+            uncertain: false,
         });
     }
 

@@ -1,0 +1,235 @@
+//! Callbacks that run later than their registration, made explicit in the CFG: exit handlers
+//! (`atexit`: [`Runs::Exit`]) and callbacks a library keeps and runs from a later call that
+//! drives their registry ([`Runs::Later`]: `glutDisplayFunc` runs from `glutMainLoop`).
+//!
+//! Before each call that drives a registry (for `exit`: each call of a function whose
+//! specification drives `exit`, and each `return` of `main`), the pass inserts a node with one
+//! self-loop edge per registered callback: `src → L`, `L → L` calling each callback (with
+//! unknown arguments), `L → dst` the driving call itself. The callbacks thus run any number of
+//! times, in any order, in the thread of the driving call, which over-approximates what the
+//! library does. A registry no call of the program drives runs its callbacks right after their
+//! registration instead.
+//!
+//! Registered functions are found syntactically: a function name (through casts), or, for a
+//! callback stored in an object (`deep`), the functions in the static initialiser of the global
+//! whose address is passed and those assigned to members of the object's struct type anywhere
+//! in the program. A registration whose callback is none of these is recorded as an
+//! [`Unsupported`] construct (the verdict cannot be `no-race`).
+
+use super::cfg::{Callee, Edge, EdgeId, Node, NodeId, Op};
+use super::expr::{ExprKind, Host, Var};
+use super::types::TypeKind;
+use super::visit::{strip_casts, walk_expr};
+use super::{FuncId, Loc, Program, Unsupported};
+use crate::model::library::Runs;
+use crate::model::{Role, Roles};
+use std::collections::BTreeMap;
+
+/// The registry of exit handlers.
+pub const EXIT: &str = "exit";
+
+/// The callback functions a registration's argument `a` names (see the module documentation);
+/// `None` when they cannot be told.
+fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<FuncId>> {
+    let inner = strip_casts(a);
+    if let ExprKind::Func(f) = inner.kind {
+        return Some(vec![f]);
+    }
+    if !deep {
+        return None;
+    }
+    let mut out = Vec::new();
+    if let ExprKind::AddrOf(lv) = &inner.kind
+        && let Host::Var(Var::Global(g)) = lv.host
+    {
+        for item in &program.global(g).init {
+            if let super::InitValue::Expr(v) = &item.value {
+                walk_expr(v, &mut |x| {
+                    if let ExprKind::Func(f) = x.kind {
+                        out.push(f);
+                    }
+                });
+            }
+        }
+    }
+    // Functions assigned to members of the pointed struct type.
+    let types = &program.types;
+    let comp = [a.ty, inner.ty]
+        .iter()
+        .filter_map(|t| types.pointee(*t))
+        .find_map(|t| match types.kind(t) {
+            TypeKind::Comp(c) => Some(*c),
+            _ => None,
+        });
+    if let Some(c) = comp {
+        for f in &program.functions {
+            let Some(cfg) = &f.body else { continue };
+            for e in &cfg.edges {
+                if let Op::Assign { lhs, rhs } = &e.op
+                    && lhs
+                        .proj
+                        .iter()
+                        .any(|p| matches!(p, super::expr::Proj::Field { comp, .. } if *comp == c))
+                    && let ExprKind::Func(g) = strip_casts(rhs).kind
+                {
+                    out.push(g);
+                }
+            }
+        }
+    }
+    out.retain(|f| program.function(*f).body.is_some());
+    out.sort();
+    out.dedup();
+    (!out.is_empty()).then_some(out)
+}
+
+/// A call edge of a function.
+type Site = (FuncId, EdgeId);
+
+/// Inserts the calls of deferred callbacks (see the module documentation). Returns how many
+/// driving statements got them.
+pub fn insert_deferred_callbacks(program: &mut Program, roles: &Roles) -> usize {
+    let main = program.function_by_name("main");
+    // Registry → callbacks, and registrations per registry.
+    let mut handlers: BTreeMap<String, Vec<FuncId>> = BTreeMap::new();
+    let mut registrations: BTreeMap<String, Vec<Site>> = BTreeMap::new();
+    let mut drivers: BTreeMap<String, Vec<Site>> = BTreeMap::new();
+    let mut unsupported: Vec<Unsupported> = Vec::new();
+    for (fi, f) in program.functions.iter().enumerate() {
+        let func = FuncId(fi as u32);
+        let Some(cfg) = &f.body else { continue };
+        for (ei, e) in cfg.edges.iter().enumerate() {
+            let site = (func, EdgeId(ei as u32));
+            if Some(func) == main && matches!(e.op, Op::Return(_)) {
+                drivers.entry(EXIT.to_string()).or_default().push(site);
+                continue;
+            }
+            let Op::Call { args, .. } = &e.op else {
+                continue;
+            };
+            if let Some(Role::Library(spec)) = roles.of_call(&e.op) {
+                for r in &spec.drives {
+                    drivers.entry(r.clone()).or_default().push(site);
+                }
+            }
+            for cb in roles.callbacks(program, &e.op) {
+                let registry = match cb.runs {
+                    Runs::Exit => EXIT,
+                    Runs::Later => cb.registry.unwrap_or_default(),
+                    _ => continue,
+                };
+                let Some(a) = args.get(cb.arg) else { continue };
+                match registered(program, a, cb.deep) {
+                    Some(fs) => handlers.entry(registry.to_string()).or_default().extend(fs),
+                    None => {
+                        let name =
+                            e.op.direct_callee()
+                                .map_or("?", |g| program.function(g).name.as_str());
+                        unsupported.push(Unsupported {
+                            loc: e.loc,
+                            what: format!(
+                                "a callback registered with '{name}' that is not a known function"
+                            ),
+                        });
+                    }
+                }
+                registrations
+                    .entry(registry.to_string())
+                    .or_default()
+                    .push(site);
+            }
+        }
+    }
+    // (site, after it, uncertain) → callbacks to insert there. Exit handlers surely run at
+    // exit; a library need not run the callbacks it keeps.
+    let mut insertions: BTreeMap<(Site, bool, bool), Vec<FuncId>> = BTreeMap::new();
+    for (registry, hs) in handlers {
+        let (at, after) = match drivers.get(&registry) {
+            Some(d) if !d.is_empty() => (d.clone(), false),
+            // Nothing drives the registry: right after each registration.
+            _ => (
+                registrations.get(&registry).cloned().unwrap_or_default(),
+                true,
+            ),
+        };
+        let uncertain = registry != EXIT;
+        for site in at {
+            insertions
+                .entry((site, after, uncertain))
+                .or_default()
+                .extend(hs.iter().copied());
+        }
+    }
+    let n = insertions.len();
+    for (((func, edge), after, uncertain), mut hs) in insertions {
+        hs.sort();
+        hs.dedup();
+        if let Some(cfg) = program.functions[func.0 as usize].body.as_mut() {
+            insert_loop(cfg, edge, &hs, after, uncertain);
+        }
+    }
+    program.unsupported.extend(unsupported);
+    program.unsupported.sort();
+    program.unsupported.dedup();
+    n
+}
+
+/// Splits edge `e` with a node looping through calls of `hs` (before the edge's instruction,
+/// or `after` it); `uncertain`: the calls may not happen ([`super::cfg::Edge::uncertain`]).
+fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, hs: &[FuncId], after: bool, uncertain: bool) {
+    let Some(edge) = cfg.edges.get(e.0 as usize).cloned() else {
+        return;
+    };
+    let l = NodeId(cfg.nodes.len() as u32);
+    cfg.nodes.push(Node {
+        loop_head: true,
+        ..Node::default()
+    });
+    let loc: Loc = edge.loc;
+    let call = |h: FuncId| Op::Call {
+        dest: None,
+        callee: Callee::Direct(h),
+        args: Vec::new(),
+    };
+    // The original edge ends at the loop node (before) or starts from it (after).
+    if after {
+        cfg.edges[e.0 as usize].dst = l;
+        cfg.edges.push(Edge {
+            src: l,
+            dst: edge.dst,
+            op: Op::Skip,
+            loc,
+            peel: edge.peel,
+            uncertain: false,
+        });
+    } else {
+        cfg.edges[e.0 as usize].src = l;
+        cfg.edges.push(Edge {
+            src: edge.src,
+            dst: l,
+            op: Op::Skip,
+            loc,
+            peel: edge.peel,
+            uncertain: false,
+        });
+    }
+    for h in hs {
+        cfg.edges.push(Edge {
+            src: l,
+            dst: l,
+            op: call(*h),
+            loc,
+            peel: edge.peel,
+            uncertain,
+        });
+    }
+    for node in cfg.nodes.iter_mut() {
+        node.succs.clear();
+        node.preds.clear();
+    }
+    for (i, x) in cfg.edges.iter().enumerate() {
+        let id = EdgeId(i as u32);
+        cfg.nodes[x.src.0 as usize].succs.push(id);
+        cfg.nodes[x.dst.0 as usize].preds.push(id);
+    }
+}
