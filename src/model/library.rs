@@ -21,7 +21,7 @@
 //! | `reads-from`, `writes-from` | argument | the same for that argument and every later one (variadic) |
 //! | `bytes` | table argument → size | how many bytes of the object: `"rest"` (default: from the pointer to the end of its object), `"string"` (a NUL-terminated string, as many bytes as `rest`), `"pointee"` (one object of the argument's pointed-to type), `"argN"` (argument N bytes), `"argN*argM"` (their product) |
 //! | `copies` | table destination → source | the destination object receives the contents (pointers included) of the source object (`memcpy`) |
-//! | `stores` | table argument → pointer | the pointer value the function stores into `*argK` (see `returns`) |
+//! | `stores` | table argument → pointer | the pointers the function stores into the object `argK` points to: every pointer field of it (`*argK` itself for a pointer to a pointer) receives a pointer of that kind (see `returns`; `"unknown"` for pointers the library hands back from an earlier call, as `epoll_wait`'s `data.ptr`) |
 //! | `returns` | pointer | what a returned pointer points to: `"fresh"` (a new object, one abstract object per call site, like `malloc`), `"thread-static"` (a buffer of the calling thread, treated as fresh), `"static"` (one hidden object all threads share), `"argN"` (into the object argument N points to), `"unknown"` (default: any object other code may reach) |
 //! | `keeps` | argument list | the function keeps these pointers after it returns (the objects become reachable by code the analysis does not see, from any thread) |
 //! | `frees` | argument list | the objects these arguments point to are freed (a write of the whole object) |

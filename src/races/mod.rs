@@ -355,7 +355,8 @@ fn detect_on<'p, B: Backend<'p>>(
     };
     let mut by_loc: BTreeMap<LocKey, LocRaces> = BTreeMap::new();
     for (base, ks) in &by_base {
-        if matches!(base, Base::Str(_)) || !candidate(inp, &sigs, ks) {
+        // Strings are never written; a thread instance's private memory races with nothing.
+        if matches!(base, Base::Str(_)) || inp.escape.private(base) || !candidate(inp, &sigs, ks) {
             continue;
         }
         for (x, &i) in ks.iter().enumerate() {

@@ -1404,14 +1404,23 @@ impl<'p> Interp<'_, 'p> {
                 if let Some(f) = callee_id {
                     for (k, kind) in spec.stores() {
                         let Some(p) = args.get(k) else { continue };
-                        // `*p` is a pointer to the stored pointer's pointee.
+                        // The pointer fields of what `p` points to receive pointers of this
+                        // kind (`*res` of `getaddrinfo`: a new object; `*endptr` of `strtol`:
+                        // into the string).
                         let target = self
                             .types()
                             .pointee(strip_casts(p).ty)
                             .or_else(|| self.types().pointee(p.ty))
                             .and_then(|t| self.types().pointee(t));
                         let v = self.lib_pointer(&mut out, at, f, args, kind, target);
-                        self.store_through(&mut out, func, p, &v);
+                        // A pointer to a pointer: exactly that pointer.
+                        let bytes = match spec.bytes(k) {
+                            crate::model::library::Bytes::Rest if target.is_some() => {
+                                crate::model::library::Bytes::Pointee
+                            }
+                            b => b,
+                        };
+                        self.lib_write(&mut out, func, p, bytes, args, &v);
                     }
                     if matches!(
                         spec.hidden,

@@ -1,11 +1,31 @@
-//! Escape analysis: which variables a pointer may reach (seed 001 §7, "Escape analysis").
+//! Escape analysis: which objects a pointer of another thread (or of another instance of the
+//! same thread function) may reach (seed 001 §7, "Escape analysis"; issue "Real programs",
+//! item 1, thread-private memory).
 //!
-//! A variable escapes when its address is taken anywhere except as the lock, condition,
-//! barrier, once-control or thread-id argument of a synchronisation call, or as an argument of a
-//! library function that only reads or writes through it (`memset`, `printf`, ...): there the
-//! address does not outlive the call. Heap objects always escape; string literals are never
-//! written. Accesses through unknown pointers ([`crate::backend::Target::Typed`]) can only touch
-//! escaped objects.
+//! **Globals** escape when their address is taken anywhere except as the lock, condition,
+//! barrier, once-control or thread-id argument of a synchronisation call, or as an argument of
+//! a library function that does not keep it; with an unknown external function returning a
+//! pointer, every external global may be handed out. Accesses through unknown pointers
+//! ([`crate::backend::Target::Typed`]) can only touch escaped objects.
+//!
+//! **Locals and heap objects** are private to the thread instance that owns them until their
+//! address reaches memory or code the analysis cannot follow. The analysis tracks, flow-
+//! insensitively per function, where the address of a local (`&l`, an array decaying to a
+//! pointer) and the result of an allocation (`q = malloc(..)` into a local) flow: into
+//! *trackable* locals (never address-taken, not arrays), moved by pointer arithmetic and member
+//! selection (`&q->f`, `q + k`), dereferenced, compared, passed to a library function that does
+//! not keep it (`getaddrinfo(.., &res)`, `snprintf(buf, ..)`), or to a parameter of a defined
+//! function that does the same with it. Such an object *escapes* when an address of it is
+//! stored into memory (a global, a heap object, a struct or array, even a local one), returned,
+//! passed to a thread creation, kept by a library, passed to an unknown function or a call
+//! through a pointer, or used by inline assembly; an object that does not escape races with
+//! nothing (two instances of a thread function each have their own).
+//!
+//! Sound with respect to the C semantics up to the library specification (a function whose
+//! specification does not say it keeps a pointer does not) and the usual assumption that an
+//! address is not recovered from integers computed independently of it.
+
+mod flow;
 
 use crate::backend::Base;
 use crate::ir::visit::{op_exprs, walk_expr};
@@ -19,7 +39,10 @@ use rustc_hash::FxHashSet;
 #[derive(Clone, Debug, Default)]
 pub struct Escape {
     globals: FxHashSet<GlobalId>,
+    /// Locals whose address may escape ([`flow`]).
     locals: FxHashSet<(FuncId, LocalId)>,
+    /// Allocation calls whose objects never escape ([`flow`]).
+    private_sites: FxHashSet<(FuncId, crate::ir::EdgeId)>,
     unknown_pointer_source: bool,
     /// Globals with external linkage, when code we do not see can hand out pointers: an unknown
     /// external function returns a pointer (`struct S *getS(void)` may return `&s`).
@@ -83,6 +106,9 @@ impl Escape {
                 op_exprs(&e.op, &mut |x| esc.note_one(Some(func), x));
             }
         }
+        let flow = flow::compute(program, roles);
+        esc.locals = flow.escaped_locals;
+        esc.private_sites = flow.private_sites;
         if esc.unknown_pointer_source {
             esc.external = program
                 .globals
@@ -105,10 +131,9 @@ impl Escape {
                 Host::Var(Var::Global(g)) => {
                     self.globals.insert(g);
                 }
-                Host::Var(Var::Local(l)) => {
-                    if let Some(f) = func {
-                        self.locals.insert((f, l));
-                    }
+                // Locals: the flow analysis.
+                Host::Var(Var::Local(_)) => {
+                    let _ = func;
                 }
                 Host::Deref(_) => {}
             }
@@ -120,8 +145,22 @@ impl Escape {
         match base {
             Base::Global(g) => self.globals.contains(g) || self.external.contains(g),
             Base::Local { func, local, .. } => self.locals.contains(&(*func, *local)),
-            Base::Heap { .. } => true,
+            Base::Heap { func, edge, .. } => !self.private_sites.contains(&(*func, *edge)),
             Base::Str(_) | Base::Hidden(_) | Base::Func(_) | Base::Specific { .. } => false,
+        }
+    }
+}
+
+/// Whether `base` is private to the thread instance that owns it: a local whose address never
+/// escapes, or a heap object of an allocation whose objects never escape ([`flow`]). Such an
+/// object races with nothing.
+impl Escape {
+    /// See above.
+    pub fn private(&self, base: &Base) -> bool {
+        match base {
+            Base::Local { func, local, .. } => !self.locals.contains(&(*func, *local)),
+            Base::Heap { func, edge, .. } => self.private_sites.contains(&(*func, *edge)),
+            _ => false,
         }
     }
 }
@@ -153,9 +192,10 @@ fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
         | Role::BarrierInit { .. }
         | Role::KeyCreate { .. }
         | Role::SpecificGet { .. }
-        | Role::SpecificSet { .. }
         | Role::MutexAttrSettype { .. }
         | Role::MutexInit { .. } => (0..n).collect(),
+        // The value comes back from `pthread_getspecific`, unseen.
+        Role::SpecificSet { key, .. } => vec![*key],
         // A specified library function keeps only what its specification says.
         Role::Library(spec) => (0..n).filter(|i| !spec.keeps(*i)).collect(),
         // The exit value of a thread reaches its joiner.
