@@ -300,16 +300,30 @@ impl<'p> Resolver<'p> for At<'p> {
     }
 }
 
-/// Whether two function types could be the same function's type after casts: same number of
-/// parameters, or either side unprototyped or variadic.
+/// Whether a function of type `a` may be called through a pointer of type `b` in a program
+/// without undefined behaviour (C11 §6.3.2.3p8, §6.5.2.2p9): when both are prototyped, the same
+/// number of parameters with parameter and return types of the same class (integers by size,
+/// any pointer, floating by size, one struct type; signedness and pointee types aside, which
+/// programs cast freely); either side unprototyped or variadic: any.
 fn signature_compatible(types: &TypeTable, a: TypeId, b: TypeId) -> bool {
     match (types.func_sig(a), types.func_sig(b)) {
         (Some(x), Some(y)) => {
-            !x.prototyped
-                || !y.prototyped
-                || x.variadic
-                || y.variadic
-                || x.params.len() == y.params.len()
+            if !x.prototyped || !y.prototyped || x.variadic || y.variadic {
+                return true;
+            }
+            let class = |t: TypeId| match types.kind(t) {
+                TypeKind::Void => None,
+                TypeKind::Pointer(_) | TypeKind::Function(_) | TypeKind::Array { .. } => {
+                    Some(TypeClass::Pointer)
+                }
+                _ => Some(TypeClass::of(types, t)),
+            };
+            x.params.len() == y.params.len()
+                && class(x.ret).is_none() == class(y.ret).is_none()
+                && x.params
+                    .iter()
+                    .zip(y.params.iter())
+                    .all(|(p, q)| class(*p) == class(*q))
         }
         _ => true,
     }
@@ -377,11 +391,25 @@ impl<'p> Backend<'p> for Syntactic<'p> {
         if !deep {
             return self.functions(ctx, e);
         }
-        // Every address-taken function of a type some function-pointer member of the pointee
-        // type has (any, for an untyped pointee).
+        // The functions in the static initialiser of a global whose address is passed, and
+        // every address-taken function of the type of a function-pointer member of the
+        // pointee struct (an untyped pointee names none: its callbacks stay unknown).
         let types = &self.program.types;
+        let mut funcs: Vec<FuncId> = Vec::new();
+        if let ExprKind::AddrOf(lv) = &strip_casts(e).kind
+            && let Host::Var(Var::Global(g)) = lv.host
+        {
+            for item in &self.program.global(g).init {
+                if let crate::ir::InitValue::Expr(v) = &item.value {
+                    walk_expr(v, &mut |x| {
+                        if let ExprKind::Func(f) = x.kind {
+                            funcs.push(f);
+                        }
+                    });
+                }
+            }
+        }
         let mut wanted: Vec<TypeId> = Vec::new();
-        let mut any = false;
         let mut stack: Vec<TypeId> = [e.ty, strip_casts(e).ty]
             .iter()
             .filter_map(|t| types.pointee(*t))
@@ -392,31 +420,22 @@ impl<'p> Backend<'p> for Syntactic<'p> {
                 continue;
             }
             match types.kind(t) {
-                TypeKind::Void => any = true,
                 TypeKind::Pointer(p) if matches!(types.kind(*p), TypeKind::Function(_)) => {
                     wanted.push(*p)
                 }
                 TypeKind::Array { elem, .. } => stack.push(*elem),
-                TypeKind::Comp(c) => {
-                    let info = types.comp(*c);
-                    if info.layout.is_none() {
-                        any = true;
-                    }
-                    stack.extend(info.fields.iter().map(|f| f.ty));
-                }
+                TypeKind::Comp(c) => stack.extend(types.comp(*c).fields.iter().map(|f| f.ty)),
                 _ => {}
             }
         }
-        let funcs = self
-            .address_taken
-            .iter()
-            .copied()
-            .filter(|f| {
-                any || wanted
-                    .iter()
-                    .any(|w| signature_compatible(types, self.program.function(*f).ty, *w))
-            })
-            .collect();
+        funcs.extend(self.address_taken.iter().copied().filter(|f| {
+            wanted
+                .iter()
+                .any(|w| signature_compatible(types, self.program.function(*f).ty, *w))
+        }));
+        funcs.retain(|f| self.program.function(*f).body.is_some());
+        funcs.sort();
+        funcs.dedup();
         FuncTargets {
             funcs,
             exact: false,

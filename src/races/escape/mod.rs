@@ -168,15 +168,19 @@ impl Escape {
 /// Argument positions of a modelled call whose address does not escape.
 fn non_escaping_args(role: &Role, n: usize) -> Vec<usize> {
     match role {
+        // The thread argument reaches the new thread.
         Role::ThreadCreate { thread_id, .. } => vec![*thread_id],
-        Role::ThreadJoin { .. } => (0..n).collect(),
-        Role::Lock { lock, .. } | Role::Unlock { lock } => vec![*lock],
-        Role::CondWait { cond, mutex } => vec![*cond, *mutex],
-        Role::CondSignal { cond } => vec![*cond],
-        Role::BarrierWait { barrier } => vec![*barrier],
-        Role::Once { control, .. } => vec![*control],
-        Role::SemWait { sem, .. } | Role::SemPost { sem } => vec![*sem],
-        Role::Atomic { .. }
+        // The value an atomic operation stores goes into its object.
+        Role::Atomic { object } => vec![*object],
+        Role::ThreadJoin { .. }
+        | Role::Lock { .. }
+        | Role::Unlock { .. }
+        | Role::CondWait { .. }
+        | Role::CondSignal { .. }
+        | Role::BarrierWait { .. }
+        | Role::Once { .. }
+        | Role::SemWait { .. }
+        | Role::SemPost { .. }
         | Role::Free { .. }
         | Role::Realloc { .. }
         | Role::Ignore
