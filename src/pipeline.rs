@@ -351,6 +351,7 @@ pub fn find_races<'p, B: Backend<'p>>(
     let escape = Escape::compute(program, roles);
     let private = races::private::private_allocations(program, roles, graph);
     let slots = races::slots::Slots::compute(program, roles, graph, backend, locksets);
+    let children = crate::threads::fork::ChildCode::compute(program, roles, graph);
     let races = races::detect(&races::Inputs {
         program,
         backend,
@@ -362,6 +363,7 @@ pub fn find_races<'p, B: Backend<'p>>(
         escape: &escape,
         private: &private,
         slots: &slots,
+        children: &children,
     });
     (races, inherited)
 }

@@ -29,6 +29,7 @@
 //! | `callbacks` | list of tables | functions the call receives and runs (below) |
 //! | `drives` | list of registry names | the call runs the `later` callbacks registered with those registries (`exit` drives the registry `exit` of `atexit`) |
 //! | `noreturn` | bool | the function never returns (`exit`) |
+//! | `fork` | bool | the function creates a process and returns 0 in the child, whose only thread is the caller (`fork`): what the child does races with nothing of the parent |
 //! | `hidden` | `"read"`, `"write"`, `"read-write"` | the call reads / writes the function's hidden state, the object `returns = "static"` points to (`localtime` writes it, `getenv` reads it; `role = "thread-unsafe"` is `"read-write"`) |
 //!
 //! A callback is `{ arg = K, runs = "...", params = [...], registry = "...", deep = bool }`:
@@ -279,6 +280,10 @@ pub struct LibSpec {
     /// the one `returns = "static"` points to): read, written, or both (`thread-unsafe`).
     #[serde(default)]
     pub hidden: Option<Hidden>,
+    /// It creates a process (`fork`): it returns 0 in a child process whose only thread is
+    /// the caller (what the child does races with nothing of the parent).
+    #[serde(default)]
+    pub fork: bool,
 }
 
 /// How a call touches its function's hidden state.

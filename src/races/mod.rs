@@ -150,6 +150,8 @@ pub struct Inputs<'a, 'p, B: Backend<'p>> {
     pub private: &'a FxHashSet<(FuncId, crate::ir::EdgeId)>,
     /// Accesses to per-instance slots ([`slots`]).
     pub slots: &'a slots::Slots,
+    /// Code child processes run ([`crate::threads::fork`]): its accesses race with nothing.
+    pub children: &'a crate::threads::fork::ChildCode,
 }
 
 /// The classes of sub-objects of each struct/union (for matching typed accesses).
@@ -923,7 +925,9 @@ fn collect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> Vec<Access<'p>> {
                 continue;
             };
             for (ei, e) in cfg.edges.iter().enumerate() {
-                if !inp.locksets.reachable(thread, c, e.src) {
+                if !inp.locksets.reachable(thread, c, e.src)
+                    || inp.children.contains(thread, c, func, e.src)
+                {
                     continue;
                 }
                 let edge = EdgeId(ei as u32);

@@ -11,6 +11,8 @@
 //! it non-unique, as does recursion). Seed 001 §7; `notes/racerf-goblint.md` §1.5 (which RacerF
 //! misses for wrappers).
 
+pub mod fork;
+
 use crate::backend::Backend;
 use crate::context::{CallSite, Context, FnCtxId, ThreadContexts, ThreadId};
 use crate::ir::{Cfg, EdgeId, FuncId, Op, Program};
