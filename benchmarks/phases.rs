@@ -103,8 +103,8 @@ fn prepared(p: &Input, opts: &AnalysisOptions) -> Option<(Program, racedar::mode
         .map_err(|e| eprintln!("skipped {}: {e}", p.path.display()))
         .ok()?;
     pipeline::main_function(&program)?;
-    let roles = opts.model.classify(&program);
-    pipeline::prepare(&mut program, &roles, opts);
+    let mut roles = opts.model.classify(&program);
+    pipeline::prepare(&mut program, &mut roles, opts);
     Some((program, roles))
 }
 

@@ -8,7 +8,8 @@
 //! entry state joins its call sites' states, its exit state flows back through
 //! [`Analysis::call_return`]. Nodes are processed in reverse postorder (a weak topological
 //! order for the reducible CFGs C produces), joins become widenings at loop heads and at the
-//! entries of recursive contexts after [`WIDEN_DELAY`] updates, and a few descending rounds of
+//! entries of recursive contexts after [`WIDEN_DELAY`] updates (at every context entry after
+//! [`ENTRY_WIDEN_DELAY`]), and a few descending rounds of
 //! narrowing follow. A visit budget stops runaway analyses: the solution is then marked
 //! incomplete and consumers must not trust it.
 //!
@@ -27,6 +28,13 @@ use std::collections::BTreeSet;
 
 /// Updates of a loop head joined before widening starts.
 pub const WIDEN_DELAY: u32 = 2;
+
+/// Updates of a callee context's entry joined before widening starts there. Contexts are
+/// shared between call sites (call strings are bounded), so values can grow around a cycle
+/// through a callee's entry and exit that passes no loop head (a create loop peeled into
+/// straight-line copies, each calling a helper that increments a counter): every such cycle
+/// passes a context entry, so widening there too makes every fixpoint terminate.
+pub const ENTRY_WIDEN_DELAY: u32 = 8;
 
 /// Descending (narrowing) rounds after the ascending fixpoint.
 pub const NARROW_ROUNDS: u32 = 2;
@@ -331,12 +339,13 @@ impl<A: Analysis> Engine<'_, A> {
             .body
             .as_ref()
             .is_some_and(|cfg| cfg.node(n).loop_head);
-        let widen_point = loop_head || (entry_of_call && self.recursive.contains(&c));
+        let recursive_entry = entry_of_call && self.recursive.contains(&c);
         let (ci, ni) = (c.0 as usize, n.0 as usize);
         let changed = {
             let count = &mut self.updates[ci][ni];
             *count = count.saturating_add(1);
-            let widen = widen_point && *count > WIDEN_DELAY;
+            let widen = ((loop_head || recursive_entry) && *count > WIDEN_DELAY)
+                || (entry_of_call && *count > ENTRY_WIDEN_DELAY);
             let st = &mut self.states[ci][ni];
             if widen {
                 st.widen_with(d)

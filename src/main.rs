@@ -508,8 +508,8 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         concrete: !args.no_concrete,
         deadlocks: !args.no_deadlocks,
     };
-    let roles = opts.model.classify(&program);
-    pipeline::prepare(&mut program, &roles, &opts);
+    let mut roles = opts.model.classify(&program);
+    pipeline::prepare(&mut program, &mut roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
     if !claim_output() {
         yield_output();
@@ -660,8 +660,8 @@ fn dump_ir(args: &DumpArgs) -> ExitCode {
             unroll: args.unroll,
             ..AnalysisOptions::default()
         };
-        let roles = opts.model.classify(&program);
-        pipeline::prepare(&mut program, &roles, &opts);
+        let mut roles = opts.model.classify(&program);
+        pipeline::prepare(&mut program, &mut roles, &opts);
     }
     let text = pretty::print_program(
         &program,

@@ -117,7 +117,7 @@ pub struct Analysis<'p> {
 /// that creates or joins threads its own copy ([`crate::ir::specialise`]), so that each
 /// peeled iteration and each call of a create wrapper starts its own thread; finally calls
 /// exit handlers and registered callbacks where they run ([`crate::ir::deferred`]).
-pub fn prepare(program: &mut Program, roles: &Roles, opts: &AnalysisOptions) {
+pub fn prepare(program: &mut Program, roles: &mut Roles, opts: &AnalysisOptions) {
     let n = crate::ir::unroll::peel_thread_loops(program, roles, opts.unroll);
     tracing::debug!(loops = n, "peeled thread-creating loops");
     let n = crate::ir::specialise::specialise_thread_functions(program, roles);
@@ -742,8 +742,14 @@ fn callback_doubt<'p, B: Backend<'p>>(
         return None;
     };
     let name = &program.function(*f).name;
+    let types = &program.types;
     for cb in roles.callbacks(program, op) {
         let Some(a) = args.get(cb.arg) else { continue };
+        // A null pointer or a constant like `SIG_IGN`, or no pointer at all: no callback.
+        let inner = crate::ir::visit::strip_casts(a);
+        if inner.as_int().is_some() || (!types.is_pointer(a.ty) && !types.is_pointer(inner.ty)) {
+            continue;
+        }
         let targets = backend.callback_functions(ctx, a, cb.deep);
         if cb.index == crate::model::UNKNOWN_CALLBACK {
             if targets.funcs.is_empty() {

@@ -69,8 +69,8 @@ fn check_fixture(path: &Path) -> Vec<String> {
     let (mut program, _) = frontend::load(std::slice::from_ref(&rel), &FrontendOptions::default())
         .unwrap_or_else(|e| panic!("{} does not lower: {e}", rel.display()));
     let opts = AnalysisOptions::default();
-    let roles = opts.model.classify(&program);
-    pipeline::prepare(&mut program, &roles, &opts);
+    let mut roles = opts.model.classify(&program);
+    pipeline::prepare(&mut program, &mut roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
     let report = Report::build(&analysis, RunStats::default());
     let deadlocks = report.deadlocks.clone().unwrap_or_default();
@@ -164,8 +164,8 @@ fn no_deadlocks_turns_the_detector_off() {
         deadlocks: false,
         ..AnalysisOptions::default()
     };
-    let roles = opts.model.classify(&program);
-    pipeline::prepare(&mut program, &roles, &opts);
+    let mut roles = opts.model.classify(&program);
+    pipeline::prepare(&mut program, &mut roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
     let report = Report::build(&analysis, RunStats::default());
     assert!(report.deadlocks.is_none());

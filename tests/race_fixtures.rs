@@ -110,8 +110,8 @@ fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
         concrete,
         ..Default::default()
     };
-    let roles = opts.model.classify(&program);
-    pipeline::prepare(&mut program, &roles, &opts);
+    let mut roles = opts.model.classify(&program);
+    pipeline::prepare(&mut program, &mut roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
     let report = Report::build(&analysis, RunStats::default());
     let mut must_lines = BTreeSet::new();

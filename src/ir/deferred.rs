@@ -7,13 +7,16 @@
 //! self-loop edge per registered callback: `src → L`, `L → L` calling each callback (with
 //! unknown arguments), `L → dst` the driving call itself. The callbacks thus run any number of
 //! times, in any order, in the thread of the driving call, which over-approximates what the
-//! library does. A registry no call of the program drives runs its callbacks right after their
+//! library does. A call that *spawns* a registry (FUSE's multithreaded loop) starts them as
+//! threads instead: the loop's edges call [`SPAWN`], a function the pass adds with the role of
+//! a thread creation (`SPAWN(0, callback, 0)`), so each callback is a thread created any number
+//! of times. A registry no call of the program drives runs its callbacks right after their
 //! registration instead.
 //!
 //! Registered functions are found syntactically: a function name (through casts), or, for a
 //! callback stored in an object (`deep`), the functions in the static initialiser of the global
-//! whose address is passed and those assigned to members of the object's struct type anywhere
-//! in the program. A registration whose callback is none of these is recorded as an
+//! whose address is passed, in the initialisers of the globals of the object's struct type and
+//! those assigned to members of that type anywhere in the program. A registration whose callback is none of these is recorded as an
 //! [`Unsupported`] construct (the verdict cannot be `no-race`).
 
 use super::cfg::{Callee, Edge, EdgeId, Node, NodeId, Op};
@@ -28,12 +31,20 @@ use std::collections::BTreeMap;
 /// The registry of exit handlers.
 pub const EXIT: &str = "exit";
 
+/// The name of the thread-creating function the pass adds for spawned callbacks.
+pub const SPAWN: &str = "__racedar_spawn";
+
 /// The callback functions a registration's argument `a` names (see the module documentation);
 /// `None` when they cannot be told.
 fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<FuncId>> {
     let inner = strip_casts(a);
     if let ExprKind::Func(f) = inner.kind {
         return Some(vec![f]);
+    }
+    // A null pointer or a constant like `SIG_IGN`, or no pointer at all: no callback.
+    let types = &program.types;
+    if inner.as_int().is_some() || (!types.is_pointer(a.ty) && !types.is_pointer(inner.ty)) {
+        return Some(Vec::new());
     }
     if !deep {
         return None;
@@ -52,8 +63,8 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
             }
         }
     }
-    // Functions assigned to members of the pointed struct type.
-    let types = &program.types;
+    // Functions assigned to members of the pointed struct type, or in the initialisers of
+    // globals of that type (a table of operations chosen at run time).
     let comp = [a.ty, inner.ty]
         .iter()
         .filter_map(|t| types.pointee(*t))
@@ -62,6 +73,19 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
             _ => None,
         });
     if let Some(c) = comp {
+        for g in &program.globals {
+            if matches!(types.kind(g.ty), TypeKind::Comp(x) if *x == c) {
+                for item in &g.init {
+                    if let super::InitValue::Expr(v) = &item.value {
+                        walk_expr(v, &mut |x| {
+                            if let ExprKind::Func(f) = x.kind {
+                                out.push(f);
+                            }
+                        });
+                    }
+                }
+            }
+        }
         for f in &program.functions {
             let Some(cfg) = &f.body else { continue };
             for e in &cfg.edges {
@@ -88,12 +112,13 @@ type Site = (FuncId, EdgeId);
 
 /// Inserts the calls of deferred callbacks (see the module documentation). Returns how many
 /// driving statements got them.
-pub fn insert_deferred_callbacks(program: &mut Program, roles: &Roles) -> usize {
+pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> usize {
     let main = program.function_by_name("main");
     // Registry → callbacks, and registrations per registry.
     let mut handlers: BTreeMap<String, Vec<FuncId>> = BTreeMap::new();
     let mut registrations: BTreeMap<String, Vec<Site>> = BTreeMap::new();
     let mut drivers: BTreeMap<String, Vec<Site>> = BTreeMap::new();
+    let mut spawners: BTreeMap<String, Vec<Site>> = BTreeMap::new();
     let mut unsupported: Vec<Unsupported> = Vec::new();
     for (fi, f) in program.functions.iter().enumerate() {
         let func = FuncId(fi as u32);
@@ -110,6 +135,9 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &Roles) -> usize 
             if let Some(Role::Library(spec)) = roles.of_call(&e.op) {
                 for r in &spec.drives {
                     drivers.entry(r.clone()).or_default().push(site);
+                }
+                for r in &spec.spawns {
+                    spawners.entry(r.clone()).or_default().push(site);
                 }
             }
             for cb in roles.callbacks(program, &e.op) {
@@ -140,32 +168,70 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &Roles) -> usize 
             }
         }
     }
-    // (site, after it, uncertain) → callbacks to insert there. Exit handlers surely run at
-    // exit; a library need not run the callbacks it keeps.
-    let mut insertions: BTreeMap<(Site, bool, bool), Vec<FuncId>> = BTreeMap::new();
+    // (site, after it, uncertain, spawned) → callbacks to insert there. Exit handlers surely
+    // run at exit; a library need not run the callbacks it keeps.
+    let mut insertions: BTreeMap<(Site, bool, bool, bool), Vec<FuncId>> = BTreeMap::new();
     for (registry, hs) in handlers {
-        let (at, after) = match drivers.get(&registry) {
-            Some(d) if !d.is_empty() => (d.clone(), false),
-            // Nothing drives the registry: right after each registration.
-            _ => (
-                registrations.get(&registry).cloned().unwrap_or_default(),
-                true,
-            ),
-        };
+        let driven = drivers.get(&registry).filter(|d| !d.is_empty());
+        let spawned = spawners.get(&registry).filter(|d| !d.is_empty());
+        let mut at: Vec<(Site, bool, bool)> = Vec::new();
+        match (driven, spawned) {
+            (None, None) => {
+                // Nothing drives the registry: right after each registration.
+                let regs = registrations.get(&registry).cloned().unwrap_or_default();
+                at.extend(regs.into_iter().map(|s| (s, true, false)));
+            }
+            (d, sp) => {
+                at.extend(d.into_iter().flatten().map(|s| (*s, false, false)));
+                at.extend(sp.into_iter().flatten().map(|s| (*s, false, true)));
+            }
+        }
         let uncertain = registry != EXIT;
-        for site in at {
+        for (site, after, spawn) in at {
             insertions
-                .entry((site, after, uncertain))
+                .entry((site, after, uncertain, spawn))
                 .or_default()
                 .extend(hs.iter().copied());
         }
     }
     let n = insertions.len();
-    for (((func, edge), after, uncertain), mut hs) in insertions {
+    let spawn = insertions
+        .keys()
+        .any(|k| k.3)
+        .then(|| spawn_function(program, roles));
+    for (((func, edge), after, uncertain, spawned), mut hs) in insertions {
         hs.sort();
         hs.dedup();
+        let calls: Vec<Op> = hs
+            .iter()
+            .map(|h| match spawn.filter(|_| spawned) {
+                Some(sp) => {
+                    let types = &mut program.types;
+                    let vp = types.common.void_ptr;
+                    let fty = program.functions[h.0 as usize].ty;
+                    let fp = program.types.pointer(fty);
+                    Op::Call {
+                        dest: None,
+                        callee: Callee::Direct(sp),
+                        args: vec![
+                            super::Expr::int(0, vp),
+                            super::Expr {
+                                kind: ExprKind::Func(*h),
+                                ty: fp,
+                            },
+                            super::Expr::int(0, vp),
+                        ],
+                    }
+                }
+                None => Op::Call {
+                    dest: None,
+                    callee: Callee::Direct(*h),
+                    args: Vec::new(),
+                },
+            })
+            .collect();
         if let Some(cfg) = program.functions[func.0 as usize].body.as_mut() {
-            insert_loop(cfg, edge, &hs, after, uncertain);
+            insert_loop(cfg, edge, calls, after, uncertain);
         }
     }
     program.unsupported.extend(unsupported);
@@ -174,9 +240,44 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &Roles) -> usize 
     n
 }
 
-/// Splits edge `e` with a node looping through calls of `hs` (before the edge's instruction,
-/// or `after` it); `uncertain`: the calls may not happen ([`super::cfg::Edge::uncertain`]).
-fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, hs: &[FuncId], after: bool, uncertain: bool) {
+/// Adds the thread-creating function [`SPAWN`] (`SPAWN(thread-id pointer, entry, argument)`,
+/// no body) and gives it the role of a thread creation.
+fn spawn_function(program: &mut Program, roles: &mut Roles) -> FuncId {
+    let types = &mut program.types;
+    let int = types.common.int;
+    let ty = types.plain(TypeKind::Function(super::types::FuncSig {
+        ret: int,
+        params: Box::new([]),
+        variadic: false,
+        prototyped: false,
+    }));
+    program.functions.push(super::Function {
+        name: SPAWN.to_string(),
+        ty,
+        linkage: super::Linkage::Internal,
+        params: Vec::new(),
+        locals: Vec::new(),
+        body: None,
+        noreturn: false,
+        implicit: true,
+        loc: Loc::default(),
+        specialised: None,
+    });
+    let f = FuncId(program.functions.len() as u32 - 1);
+    roles.set(
+        f,
+        Role::ThreadCreate {
+            thread_id: 0,
+            entry: 1,
+            arg: 2,
+        },
+    );
+    f
+}
+
+/// Splits edge `e` with a node looping through the `calls` (before the edge's instruction, or
+/// `after` it); `uncertain`: the calls may not happen ([`super::cfg::Edge::uncertain`]).
+fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, calls: Vec<Op>, after: bool, uncertain: bool) {
     let Some(edge) = cfg.edges.get(e.0 as usize).cloned() else {
         return;
     };
@@ -186,11 +287,6 @@ fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, hs: &[FuncId], after: bool, unce
         ..Node::default()
     });
     let loc: Loc = edge.loc;
-    let call = |h: FuncId| Op::Call {
-        dest: None,
-        callee: Callee::Direct(h),
-        args: Vec::new(),
-    };
     // The original edge ends at the loop node (before) or starts from it (after).
     if after {
         cfg.edges[e.0 as usize].dst = l;
@@ -213,11 +309,11 @@ fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, hs: &[FuncId], after: bool, unce
             uncertain: false,
         });
     }
-    for h in hs {
+    for op in calls {
         cfg.edges.push(Edge {
             src: l,
             dst: l,
-            op: call(*h),
+            op,
             loc,
             peel: edge.peel,
             uncertain,

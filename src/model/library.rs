@@ -28,6 +28,7 @@
 //! | `format` | argument | a `printf`-style format string: the later arguments are dereferenced only for `%s` (read) and `%n` (written); a format that is not a literal reads every later pointer |
 //! | `callbacks` | list of tables | functions the call receives and runs (below) |
 //! | `drives` | list of registry names | the call runs the `later` callbacks registered with those registries (`exit` drives the registry `exit` of `atexit`) |
+//! | `spawns` | list of registry names | the call runs those registries' `later` callbacks in new threads, any number of them at once (FUSE's multithreaded loop) |
 //! | `noreturn` | bool | the function never returns (`exit`) |
 //! | `fork` | bool | the function creates a process and returns 0 in the child, whose only thread is the caller (`fork`): what the child does races with nothing of the parent |
 //! | `hidden` | `"read"`, `"write"`, `"read-write"` | the call reads / writes the function's hidden state, the object `returns = "static"` points to (`localtime` writes it, `getenv` reads it; `role = "thread-unsafe"` is `"read-write"`) |
@@ -273,6 +274,10 @@ pub struct LibSpec {
     /// Registries whose `later` callbacks it runs.
     #[serde(default)]
     pub drives: Vec<String>,
+    /// Registries whose `later` callbacks it runs in new threads, any number of them at once
+    /// (FUSE's multithreaded loop).
+    #[serde(default)]
+    pub spawns: Vec<String>,
     /// It never returns (`exit`).
     #[serde(default)]
     pub noreturn: bool,

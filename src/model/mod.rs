@@ -592,6 +592,15 @@ impl Roles {
         self.roles.get(f.0 as usize).and_then(|r| r.as_ref())
     }
 
+    /// Gives function `f` (a function a pass added to the program) role `role`.
+    pub fn set(&mut self, f: FuncId, role: Role) {
+        let i = f.0 as usize;
+        if self.roles.len() <= i {
+            self.roles.resize(i + 1, None);
+        }
+        self.roles[i] = Some(role);
+    }
+
     /// The role of the function an instruction calls directly, if it is a modelled call.
     pub fn of_call(&self, op: &crate::ir::Op) -> Option<&Role> {
         op.direct_callee().and_then(|g| self.get(g))

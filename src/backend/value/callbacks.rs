@@ -30,28 +30,22 @@ impl<'p> Interp<'_, 'p> {
         let mut out = Vec::new();
         let mut unknown = false;
         if deep {
+            // The function pointers stored in the objects (uninitialised bytes hold none).
             for (b, _) in v.targets() {
                 if matches!(b, Base::Func(_) | Base::Str(_)) {
                     continue;
                 }
-                let o = self.read(
-                    s,
-                    b,
-                    Interval::new(0, racedar_domains::interval::POS_INF),
-                    1,
-                );
-                let mut all = o.ptr.clone();
                 let obj = s.view(b);
-                for c in obj.cells() {
-                    all = all.join(&c.v.ptr);
-                }
-                unknown |= all.unknown;
-                for (t, _) in all.targets() {
-                    if let Base::Func(g) = t {
-                        out.push(*g);
+                let vals = obj.cells().iter().map(|c| &c.v).chain([&obj.rest]);
+                for x in vals {
+                    for (t, _) in x.ptr.targets() {
+                        if let Base::Func(g) = t {
+                            out.push(*g);
+                        }
                     }
                 }
             }
+            unknown = out.is_empty();
         } else {
             for (b, _) in v.targets() {
                 if let Base::Func(g) = b {

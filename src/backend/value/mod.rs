@@ -535,6 +535,15 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             (sol, it.effects)
         };
         self.visits += sol.visits + (memory::joins_done() - joins_before);
+        tracing::debug!(
+            thread = thread.0,
+            entry = %self.program.function(entry).name,
+            visits = sol.visits,
+            joins = memory::joins_done() - joins_before,
+            contexts = sol.contexts.ctxs.len(),
+            complete = sol.complete,
+            "thread analysed"
+        );
         if !sol.complete {
             self.degraded = Some(format!(
                 "value analysis exceeded its budget ({} node visits per thread, {} in all): \
