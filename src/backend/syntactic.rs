@@ -58,6 +58,18 @@ impl<'p> Syntactic<'p> {
         }
     }
 
+    /// The address-taken functions whose type is compatible with the function (or pointer to
+    /// function) type of `e`: the targets of a call through `e` when nothing more is known.
+    pub fn compatible_functions(&self, e: &Expr) -> Vec<FuncId> {
+        let types = &self.program.types;
+        let want = types.pointee(e.ty).unwrap_or(e.ty);
+        self.address_taken
+            .iter()
+            .copied()
+            .filter(|f| signature_compatible(types, self.program.function(*f).ty, want))
+            .collect()
+    }
+
     /// The functions whose address the program takes.
     pub fn address_taken(&self) -> &[FuncId] {
         &self.address_taken
@@ -373,16 +385,8 @@ impl<'p> Backend<'p> for Syntactic<'p> {
                 exact: true,
             };
         }
-        let types = &self.program.types;
-        let want = types.pointee(e.ty).unwrap_or(e.ty);
-        let funcs = self
-            .address_taken
-            .iter()
-            .copied()
-            .filter(|f| signature_compatible(types, self.program.function(*f).ty, want))
-            .collect();
         FuncTargets {
-            funcs,
+            funcs: self.compatible_functions(e),
             exact: false,
         }
     }

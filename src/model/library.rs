@@ -29,6 +29,7 @@
 //! | `callbacks` | list of tables | functions the call receives and runs (below) |
 //! | `drives` | list of registry names | the call runs the `later` callbacks registered with those registries (`exit` drives the registry `exit` of `atexit`) |
 //! | `spawns` | list of registry names | the call runs those registries' `later` callbacks in new threads, any number of them at once (FUSE's multithreaded loop) |
+//! | `fill` | `"zero"` or `"argN"` | every written byte holds that byte value (`memset`, `bzero`): pointer fields of a zero fill are null, not pointers the library made up |
 //! | `noreturn` | bool | the function never returns (`exit`) |
 //! | `fork` | bool | the function creates a process and returns 0 in the child, whose only thread is the caller (`fork`): what the child does races with nothing of the parent |
 //! | `hidden` | `"read"`, `"write"`, `"read-write"` | the call reads / writes the function's hidden state, the object `returns = "static"` points to (`localtime` writes it, `getenv` reads it; `role = "thread-unsafe"` is `"read-write"`) |
@@ -147,6 +148,34 @@ impl TryFrom<String> for Pointer {
                     )
                 }),
         }
+    }
+}
+
+/// The byte value a library function writes into every byte it writes (`fill`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fill {
+    /// Zero bytes (`bzero`).
+    Zero,
+    /// The low byte of argument N (`memset`'s `c`).
+    Arg(usize),
+}
+
+impl TryFrom<String> for Fill {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        if s == "zero" {
+            return Ok(Fill::Zero);
+        }
+        s.strip_prefix("arg")
+            .and_then(|n| n.parse::<usize>().ok())
+            .map(Fill::Arg)
+            .ok_or_else(|| format!("invalid fill '{s}' (expected zero or argN)"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Fill {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Fill::try_from(String::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -278,6 +307,9 @@ pub struct LibSpec {
     /// (FUSE's multithreaded loop).
     #[serde(default)]
     pub spawns: Vec<String>,
+    /// The byte value every written byte holds (`memset`, `bzero`).
+    #[serde(default)]
+    pub fill: Option<Fill>,
     /// It never returns (`exit`).
     #[serde(default)]
     pub noreturn: bool,

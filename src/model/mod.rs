@@ -696,7 +696,9 @@ fn holds_function_pointer(types: &crate::ir::TypeTable, ty: crate::ir::TypeId) -
 impl Roles {
     /// The callbacks the call `op` hands to a library function: those its specification lists,
     /// or, for an unknown function (no body, no role), every argument that is a function or
-    /// points to an object that may hold a function pointer (run during the call).
+    /// points to an object that may hold a function pointer. Code we do not see may run such
+    /// a callback during the call or at any later time, from any thread: it runs as a thread
+    /// started at the call (any number of instances, never certain), which covers both.
     pub fn callbacks<'a>(&'a self, program: &Program, op: &crate::ir::Op) -> Vec<CallbackUse<'a>> {
         let crate::ir::Op::Call {
             callee: crate::ir::Callee::Direct(f),
@@ -739,7 +741,7 @@ impl Roles {
                             });
                         (direct || deep).then_some(CallbackUse {
                             arg: i,
-                            runs: library::Runs::Sync,
+                            runs: library::Runs::Thread,
                             deep,
                             params: &[],
                             registry: None,

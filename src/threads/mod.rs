@@ -44,6 +44,9 @@ pub struct Thread {
     /// A signal handler (installed by `signal`, `sigaction`, ...: it runs asynchronously, in
     /// any thread, any number of times after its installation).
     pub signal: bool,
+    /// Started by code the analysis does not see (a function an unknown function receives):
+    /// it may run any number of times, or not at all.
+    pub unseen: bool,
 }
 
 impl Thread {
@@ -266,6 +269,7 @@ impl ThreadGraph {
             site: None,
             parents: Vec::new(),
             unique: true,
+            unseen: false,
             exact_entry: true,
             in_cycle: false,
             signal: false,
@@ -347,13 +351,18 @@ impl ThreadGraph {
                 let m = if in_loop { mult_add(m, m) } else { m };
                 let sm = site_mult.entry((tid, site)).or_insert(0);
                 *sm = mult_add(*sm, m);
-                let mut started: Vec<(FuncId, bool, bool)> = Vec::new();
-                for (entry_expr, deep, signal) in started_by(program, roles, site) {
+                let mut started: Vec<(FuncId, bool, bool, bool)> = Vec::new();
+                for (entry_expr, deep, signal, unseen) in started_by(program, roles, site) {
                     let ctx = tc.context(c, site.edge);
                     let targets = backend.callback_functions(&ctx, entry_expr, deep);
-                    started.extend(targets.funcs.iter().map(|f| (*f, targets.exact, signal)));
+                    started.extend(
+                        targets
+                            .funcs
+                            .iter()
+                            .map(|f| (*f, targets.exact && !unseen, signal, unseen)),
+                    );
                 }
-                for (f, exact, signal) in started {
+                for (f, exact, signal, unseen) in started {
                     if program.function(f).body.is_none() {
                         continue;
                     }
@@ -370,10 +379,11 @@ impl ThreadGraph {
                                 entry: f,
                                 site: Some(site),
                                 parents: Vec::new(),
-                                unique: !signal,
+                                unique: !signal && !unseen,
                                 exact_entry: exact,
                                 in_cycle: false,
                                 signal,
+                                unseen,
                             });
                             by_key.insert((f, site), t);
                             t
@@ -416,6 +426,7 @@ impl ThreadGraph {
             let site = t.site;
             let unique = !t.in_cycle
                 && !t.signal
+                && !t.unseen
                 && t.parents.len() == 1
                 && t.parents.iter().all(|p| {
                     let parent = &threads[p.0 as usize];
@@ -507,12 +518,12 @@ impl ThreadGraph {
 
 /// The threads a call starts: the entry-function argument of a thread creation, and the
 /// callbacks a library function runs in a new thread or as a signal handler, as (expression,
-/// deep, signal handler) ([`crate::model::CallbackUse`]).
+/// deep, signal handler, started by unseen code) ([`crate::model::CallbackUse`]).
 fn started_by<'p>(
     program: &'p Program,
     roles: &Roles,
     site: CallSite,
-) -> Vec<(&'p crate::ir::Expr, bool, bool)> {
+) -> Vec<(&'p crate::ir::Expr, bool, bool, bool)> {
     let Some(edge) = program
         .function(site.func)
         .body
@@ -530,7 +541,7 @@ fn started_by<'p>(
     if let Some(Role::ThreadCreate { entry, .. }) = roles.get(*f) {
         return args
             .get(*entry)
-            .map(|e| (e, false, false))
+            .map(|e| (e, false, false, false))
             .into_iter()
             .collect();
     }
@@ -544,7 +555,8 @@ fn started_by<'p>(
                 Runs::Signal => true,
                 _ => return None,
             };
-            Some((args.get(c.arg)?, c.deep, signal))
+            let unseen = c.index == crate::model::UNKNOWN_CALLBACK;
+            Some((args.get(c.arg)?, c.deep, signal, unseen))
         })
         .collect()
 }

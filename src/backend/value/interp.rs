@@ -207,6 +207,9 @@ pub struct Interp<'a, 'p> {
     pub cur: (Stored, Option<Region>),
     /// The edge being interpreted (for the publication records).
     pub at_edge: Option<(FuncId, crate::ir::EdgeId)>,
+    /// The syntactic backend: the address-taken functions an indirect call through an
+    /// unknown pointer may enter.
+    pub fallback: &'a crate::backend::syntactic::Syntactic<'p>,
 }
 
 /// The negation of a comparison.
@@ -1220,8 +1223,15 @@ impl<'p> Interp<'_, 'p> {
         let mut o = own;
         o.write(off, a.size, &new, true);
         match recent {
-            Some((site, _)) => s.set_recent(site, o),
-            None => s.set(b, o),
+            Some((site, _)) => {
+                // A refinement, not a write: the mod set stays.
+                let written = s.written.contains(&b);
+                s.set_recent(site, o);
+                if !written {
+                    s.written.remove(&b);
+                }
+            }
+            None => s.replace(b, o),
         }
     }
 
@@ -1382,7 +1392,22 @@ impl<'p> Interp<'_, 'p> {
                     Callee::Direct(f) => Some(*f),
                     Callee::Indirect(_) => None,
                 };
-                let carried = self.carried(s, func, args);
+                let carried = match spec.fill {
+                    // Bytes of one value: zero bytes make null pointers and zero integers.
+                    Some(fill) => {
+                        let byte = match fill {
+                            crate::model::library::Fill::Zero => Some(0),
+                            crate::model::library::Fill::Arg(i) => args
+                                .get(i)
+                                .and_then(|a| self.eval(s, func, a).as_int().as_constant()),
+                        };
+                        match byte {
+                            Some(b) if b & 0xff == 0 => Val::int(Interval::constant(0)),
+                            _ => Val::int(Interval::TOP),
+                        }
+                    }
+                    None => self.carried(s, func, args),
+                };
                 let (_, written) = spec.read_written(args.len());
                 let copies: Vec<(usize, usize)> = spec.copies().collect();
                 for &(d, src) in &copies {
@@ -1671,6 +1696,22 @@ impl<'p> Interp<'_, 'p> {
                 if v.unknown || v.targets().is_empty() {
                     out.transfer_too = true;
                 }
+                if v.unknown || (v.targets().is_empty() && !v.null) {
+                    // A pointer the analysis lost (computed from an integer, read from
+                    // unknown memory): every address-taken function of a compatible type may
+                    // be called; none may silently drop out of the analysis.
+                    for g in self.fallback.compatible_functions(fp) {
+                        if self.program.function(g).body.is_some()
+                            && !out.funcs.iter().any(|(f, _, _)| *f == g)
+                        {
+                            let kind = match self.roles.get(g) {
+                                Some(Role::AtomicFunction) => CallKind::Atomic,
+                                _ => CallKind::Plain,
+                            };
+                            out.funcs.push((g, kind, false));
+                        }
+                    }
+                }
             }
         }
         out
@@ -1679,6 +1720,13 @@ impl<'p> Interp<'_, 'p> {
     /// The callee's entry state: the caller's state, the callee's locals fresh, its
     /// parameters bound to the arguments.
     pub fn call_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &State) -> State {
+        let mut s = self.bind_entry(at, edge, target, d);
+        // The callee's mod set starts empty.
+        s.written = imbl::OrdSet::new();
+        s
+    }
+
+    fn bind_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &State) -> State {
         let mut s = d.clone();
         s.ret = Val::bottom();
         let g = target.func;
@@ -1816,13 +1864,41 @@ impl<'p> Interp<'_, 'p> {
         keys.extend(pre.delta.range(lo..=hi).map(|(b, _)| *b));
         keys.sort();
         keys.dedup();
+        // Objects the callee did not write are the caller's own, as they were before the
+        // call (the exit state joins every caller of a shared context). Objects of sites
+        // with a fresh fact on either side stay as the exit has them (their recent object
+        // and base go together).
+        let mut others: Vec<Base> = s
+            .delta
+            .keys()
+            .chain(pre.delta.keys())
+            .filter(|b| !matches!(b, Base::Local { thread, .. } if *thread == self.thread))
+            .filter(|b| !exit.written.contains(*b))
+            .copied()
+            .collect();
+        others.sort();
+        others.dedup();
+        for b in others {
+            if pre.fresh_of(&b).is_some() || exit.fresh_of(&b).is_some() {
+                continue;
+            }
+            match pre.delta.get(&b) {
+                Some(o) => {
+                    s.delta.insert(b, o.clone());
+                }
+                None => s.forget(&b),
+            }
+        }
+        s.written = pre.written.clone().union(exit.written.clone());
         for b in keys {
             let Base::Local { func: f, local, .. } = b else {
                 continue;
             };
             let recursive = f == target.func && f == caller;
-            let keep_exit =
-                recursive || (f != target.func && self.addr_taken.contains(&(f, local)));
+            let keep_exit = recursive
+                || (f != target.func
+                    && self.addr_taken.contains(&(f, local))
+                    && exit.written.contains(&b));
             if keep_exit {
                 if recursive {
                     let mut o = pre.obj(&b);

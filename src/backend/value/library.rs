@@ -142,6 +142,22 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
+    /// An object of type `ty` whose every scalar holds `v` (a `fill`: integers and pointers
+    /// alike).
+    fn filled_with(&self, ty: Option<TypeId>, v: &Val) -> Obj {
+        let types = &self.program.types;
+        let mut o = Obj::filled(v.clone());
+        let mut l = Vec::new();
+        if let Some(ty) = ty
+            && leaves(types, ty, 0, &mut l)
+        {
+            for (off, size, _) in l {
+                o.write(Interval::constant(off as i128), size, v, true);
+            }
+        }
+        o
+    }
+
     /// The byte count `b` denotes at a call, as an upper bound (`None`: to the end).
     pub(super) fn byte_count(
         &self,
@@ -185,7 +201,15 @@ impl<'p> Interp<'_, 'p> {
         let via = self.fresh_site(s, func, p);
         let single = bytes == Bytes::Pointee || count == types.size_of(pointee);
         let exact = v.targets().len() == 1 && !v.unknown;
-        let obj = single.then(|| self.filled_as(Some(pointee), carried));
+        // A value without pointers (a `fill`) holds for integers and pointers alike.
+        let obj = single.then(|| {
+            if carried.ptr.targets().is_empty() && !carried.ptr.unknown && !carried.int.is_bottom()
+            {
+                self.filled_with(Some(pointee), carried)
+            } else {
+                self.filled_as(Some(pointee), carried)
+            }
+        });
         for (b, off) in v.targets().to_vec() {
             if matches!(b, Base::Func(_) | Base::Str(_)) {
                 continue;
@@ -213,6 +237,17 @@ impl<'p> Interp<'_, 'p> {
                             via,
                         );
                     }
+                }
+                _ if carried.ptr.targets().is_empty()
+                    && !carried.ptr.unknown
+                    && !carried.int.is_bottom() =>
+                {
+                    let hi = match count {
+                        Some(n) if n > 0 => off.hi().saturating_add(n as i128 - 1),
+                        _ => racedar_domains::interval::POS_INF,
+                    };
+                    let range = Interval::new(off.lo().max(0), hi);
+                    self.store(s, b, range, 1, carried, false, via);
                 }
                 _ => {
                     let val = if may_hold_pointer(types, pointee) {

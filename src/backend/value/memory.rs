@@ -17,8 +17,8 @@ use super::regions::Origins;
 use super::symeq::SymEqs;
 use crate::backend::Base;
 use crate::context::ThreadId;
-use imbl::OrdMap;
 use imbl::ordmap::DiffItem;
+use imbl::{OrdMap, OrdSet};
 use racedar_domains::{Interval, Value};
 use smallvec::SmallVec;
 use std::rc::Rc;
@@ -385,6 +385,11 @@ pub struct State {
     pub orig: Origins,
     /// Which trackable locals hold which symbolic addresses ([`super::symeq`]).
     pub eqs: SymEqs,
+    /// The bases the current function (and what it called) may have written since its entry:
+    /// its mod set. A call's return takes every other object from the caller's state before
+    /// the call, so what one caller stored does not leak into another's continuation through
+    /// a shared callee context (the callee's entry joins all its callers).
+    pub written: OrdSet<Base>,
 }
 
 impl PartialEq for State {
@@ -396,6 +401,7 @@ impl PartialEq for State {
             && self.publ == o.publ
             && self.orig == o.orig
             && self.eqs == o.eqs
+            && self.written == o.written
     }
 }
 
@@ -415,6 +421,7 @@ impl State {
             publ: Publication::default(),
             orig: Origins::default(),
             eqs: SymEqs::default(),
+            written: OrdSet::new(),
         }
     }
 
@@ -429,6 +436,7 @@ impl State {
             publ: Publication::default(),
             orig: Origins::default(),
             eqs: SymEqs::default(),
+            written: OrdSet::new(),
         }
     }
 
@@ -492,6 +500,8 @@ impl State {
         if let Some(f) = self.publ.fresh.iter_mut().find(|f| f.site == site) {
             f.recent = Rc::new(o);
         }
+        self.written
+            .insert(publication::site_base(self.frame.thread, site));
     }
 
     /// Joins the recent objects of facts that ended into their sites' bases.
@@ -500,7 +510,7 @@ impl State {
             let b = publication::site_base(self.frame.thread, site);
             let mut o = self.obj(&b);
             o.join_with(&recent, false);
-            self.set(b, o);
+            self.replace(b, o);
         }
     }
 
@@ -520,8 +530,15 @@ impl State {
             .map(|o| &**o)
     }
 
-    /// Sets the object of `base`.
+    /// Sets the object of `base`: a write of the program (it enters the mod set).
     pub fn set(&mut self, base: Base, obj: Obj) {
+        self.written.insert(base);
+        self.delta.insert(base, Rc::new(obj));
+    }
+
+    /// Sets the object of `base` without a write of the program (a refinement by a branch
+    /// condition, a change of representation): the mod set stays.
+    pub fn replace(&mut self, base: Base, obj: Obj) {
         self.delta.insert(base, Rc::new(obj));
     }
 
@@ -559,6 +576,10 @@ impl State {
         }
         changed |= self.orig.join_with(&o.orig);
         changed |= self.eqs.join_with(&o.eqs);
+        if !o.written.is_subset(&self.written) {
+            self.written = self.written.clone().union(o.written.clone());
+            changed = true;
+        }
         // Fresh facts only one side keeps end: their recent objects join their bases first
         // (`theirs` below sees `o`'s folded in).
         let mut theirs_ended: Vec<Ended> = Vec::new();

@@ -212,6 +212,7 @@ impl<'p> ValueBackend<'p> {
             effects: interp::Effects::default(),
             cur: (regions::Stored::Other, None),
             at_edge: None,
+            fallback: &self.syntactic,
         }
     }
 
