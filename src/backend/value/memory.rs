@@ -493,6 +493,8 @@ impl State {
     ) {
         let ended = self.publ.allocate(site, holder, recent, pending);
         self.fold(ended);
+        self.written
+            .insert(publication::site_base(self.frame.thread, site));
     }
 
     /// Replaces the recent object of `site` (a write through one of its holders).
@@ -510,7 +512,8 @@ impl State {
             let b = publication::site_base(self.frame.thread, site);
             let mut o = self.obj(&b);
             o.join_with(&recent, false);
-            self.replace(b, o);
+            // The base now holds the recent object: a change of the base for the mod set.
+            self.set(b, o);
         }
     }
 
