@@ -861,32 +861,11 @@ fn unknown_call<'p, B: Backend<'p>>(
 /// anything.
 fn holds_data_pointer(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId) -> bool {
     use crate::ir::types::TypeKind;
-    let mut stack = vec![ty];
-    let mut seen = rustc_hash::FxHashSet::default();
-    while let Some(t) = stack.pop() {
-        if !seen.insert(t) {
-            continue;
-        }
-        match types.kind(t) {
-            TypeKind::Void => return true,
-            TypeKind::Pointer(p) => {
-                if !matches!(types.kind(*p), TypeKind::Function(_)) {
-                    return true;
-                }
-            }
-            TypeKind::Array { elem, .. } => stack.push(*elem),
-            TypeKind::Comp(c) => {
-                let info = types.comp(*c);
-                if info.layout.is_none() {
-                    return true;
-                }
-                stack.extend(info.fields.iter().map(|f| f.ty));
-            }
-            TypeKind::Int(_) | TypeKind::Float(_) | TypeKind::Complex(_) => {}
-            TypeKind::Function(_) => {}
-        }
-    }
-    false
+    types.may_hold(ty, |k| match k {
+        TypeKind::Void => true,
+        TypeKind::Pointer(p) => !matches!(types.kind(*p), TypeKind::Function(_)),
+        _ => false,
+    })
 }
 
 /// The first busy-waiting loop of a function: a cycle whose only effects are tests (of shared

@@ -126,6 +126,20 @@ pub struct Cfg {
 }
 
 impl Cfg {
+    /// Recomputes every node's successor and predecessor lists from the edges (after edges
+    /// were added or rewired).
+    pub fn rebuild_adjacency(&mut self) {
+        for node in self.nodes.iter_mut() {
+            node.succs.clear();
+            node.preds.clear();
+        }
+        for (i, e) in self.edges.iter().enumerate() {
+            let id = EdgeId(i as u32);
+            self.nodes[e.src.0 as usize].succs.push(id);
+            self.nodes[e.dst.0 as usize].preds.push(id);
+        }
+    }
+
     /// The node behind an id.
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.0 as usize]

@@ -319,13 +319,5 @@ fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, calls: Vec<Op>, after: bool, unc
             uncertain,
         });
     }
-    for node in cfg.nodes.iter_mut() {
-        node.succs.clear();
-        node.preds.clear();
-    }
-    for (i, x) in cfg.edges.iter().enumerate() {
-        let id = EdgeId(i as u32);
-        cfg.nodes[x.src.0 as usize].succs.push(id);
-        cfg.nodes[x.dst.0 as usize].preds.push(id);
-    }
+    cfg.rebuild_adjacency();
 }

@@ -578,6 +578,32 @@ impl TypeTable {
         self.with_quals(id, q)
     }
 
+    /// Whether an object of type `ty` may hold a scalar whose type satisfies `leaf`: `ty`
+    /// itself, the elements of arrays and the fields of structs and unions, recursively. An
+    /// incomplete struct or union (no layout) may hold anything.
+    pub fn may_hold(&self, ty: TypeId, leaf: impl Fn(&TypeKind) -> bool) -> bool {
+        let mut stack = vec![ty];
+        let mut seen = rustc_hash::FxHashSet::default();
+        while let Some(t) = stack.pop() {
+            if !seen.insert(t) {
+                continue;
+            }
+            match self.kind(t) {
+                TypeKind::Array { elem, .. } => stack.push(*elem),
+                TypeKind::Comp(c) => {
+                    let info = self.comp(*c);
+                    if info.layout.is_none() {
+                        return true;
+                    }
+                    stack.extend(info.fields.iter().map(|f| f.ty));
+                }
+                k if leaf(k) => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
     /// The definition of a struct or union.
     pub fn comp(&self, id: CompId) -> &CompInfo {
         &self.comps[id.0 as usize]

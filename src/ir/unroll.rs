@@ -140,16 +140,7 @@ fn peel(cfg: &mut Cfg, h: NodeId, body: &[bool], n: u8) {
         }
     }
     cfg.edges.extend(new_edges);
-    // Rebuild adjacency.
-    for node in cfg.nodes.iter_mut() {
-        node.succs.clear();
-        node.preds.clear();
-    }
-    for (i, e) in cfg.edges.iter().enumerate() {
-        let id = EdgeId(i as u32);
-        cfg.nodes[e.src.0 as usize].succs.push(id);
-        cfg.nodes[e.dst.0 as usize].preds.push(id);
-    }
+    cfg.rebuild_adjacency();
 }
 
 #[cfg(test)]

@@ -667,30 +667,10 @@ pub const UNKNOWN_CALLBACK: u8 = u8::MAX;
 /// or array with one inside (incomplete types may).
 fn holds_function_pointer(types: &crate::ir::TypeTable, ty: crate::ir::TypeId) -> bool {
     use crate::ir::types::TypeKind;
-    let mut stack = vec![ty];
-    let mut seen = rustc_hash::FxHashSet::default();
-    while let Some(t) = stack.pop() {
-        if !seen.insert(t) {
-            continue;
-        }
-        match types.kind(t) {
-            TypeKind::Pointer(p) => {
-                if matches!(types.kind(*p), TypeKind::Function(_)) {
-                    return true;
-                }
-            }
-            TypeKind::Array { elem, .. } => stack.push(*elem),
-            TypeKind::Comp(c) => {
-                let info = types.comp(*c);
-                if info.layout.is_none() {
-                    return true;
-                }
-                stack.extend(info.fields.iter().map(|f| f.ty));
-            }
-            _ => {}
-        }
-    }
-    false
+    types.may_hold(
+        ty,
+        |k| matches!(k, TypeKind::Pointer(p) if matches!(types.kind(*p), TypeKind::Function(_))),
+    )
 }
 
 impl Roles {

@@ -1352,13 +1352,7 @@ impl<'p> Interp<'_, 'p> {
                     .get(*arg)
                     .map(|a| self.eval(s, func, a))
                     .unwrap_or_else(top);
-                let entry = self
-                    .effects
-                    .creates
-                    .entry(site)
-                    .or_insert_with(|| (State::bottom(), Val::bottom()));
-                entry.0.join_with(s);
-                entry.1 = entry.1.join(&argv);
+                self.record_create(site, s, &argv);
                 if let Some(p) = args.get(*thread_id) {
                     self.store_through(&mut out, func, p, &self.top_of(self.types().common.ulong));
                 }
@@ -1379,13 +1373,7 @@ impl<'p> Interp<'_, 'p> {
                     };
                     self.publish_carried(&mut out, &started, None, true);
                     let argv = started.iter().fold(Val::bottom(), |a, v| a.join(v));
-                    let entry = self
-                        .effects
-                        .creates
-                        .entry(site)
-                        .or_insert_with(|| (State::bottom(), Val::bottom()));
-                    entry.0.join_with(s);
-                    entry.1 = entry.1.join(&argv);
+                    self.record_create(site, s, &argv);
                     out.multi = true;
                 }
                 let callee_id = match callee {
@@ -1646,6 +1634,18 @@ impl<'p> Interp<'_, 'p> {
         }
     }
 
+    /// Records that the thread started at `site` begins from `s` with argument `argv`
+    /// (joined over every time the call is reached).
+    fn record_create(&mut self, site: CallSite, s: &State, argv: &Val) {
+        let entry = self
+            .effects
+            .creates
+            .entry(site)
+            .or_insert_with(|| (State::bottom(), Val::bottom()));
+        entry.0.join_with(s);
+        entry.1 = entry.1.join(argv);
+    }
+
     /// The defined functions a call edge enters.
     pub fn callees(&mut self, at: At<'_>, edge: &Edge, d: &State) -> Callees {
         let mut out = Callees::default();
@@ -1868,16 +1868,22 @@ impl<'p> Interp<'_, 'p> {
         // call (the exit state joins every caller of a shared context). Objects of sites
         // with a fresh fact on either side stay as the exit has them (their recent object
         // and base go together).
-        let mut others: Vec<Base> = s
+        // Only the objects the two states do not share can differ (sorted, once each).
+        let others: Vec<Base> = pre
             .delta
-            .keys()
-            .chain(pre.delta.keys())
+            .diff(&s.delta)
+            .filter_map(|d| match d {
+                imbl::ordmap::DiffItem::Add(k, _) | imbl::ordmap::DiffItem::Remove(k, _) => {
+                    Some(*k)
+                }
+                imbl::ordmap::DiffItem::Update {
+                    old: (k, a),
+                    new: (_, b),
+                } => (!std::rc::Rc::ptr_eq(a, b)).then_some(*k),
+            })
             .filter(|b| !matches!(b, Base::Local { thread, .. } if *thread == self.thread))
-            .filter(|b| !exit.written.contains(*b))
-            .copied()
+            .filter(|b| !exit.written.contains(b))
             .collect();
-        others.sort();
-        others.dedup();
         for b in others {
             if pre.fresh_of(&b).is_some() || exit.fresh_of(&b).is_some() {
                 continue;
