@@ -6,8 +6,9 @@
 //! propagates states along CFG edges. Calls enter callee *contexts* (function + last `n` call
 //! sites, [`crate::context`]) discovered as the analysis resolves callees; a callee context's
 //! entry state joins its call sites' states, its exit state flows back through
-//! [`Analysis::call_return`]. Nodes are processed in reverse postorder (a weak topological
-//! order for the reducible CFGs C produces), joins become widenings at loop heads and at the
+//! [`Analysis::call_return`]. Nodes are processed in a loop-nested order (reverse postorder
+//! with each loop's nodes together before its exits, [`crate::ir::Cfg::loop_nested_order`]),
+//! the most recently entered callee context first, and joins become widenings at loop heads and at the
 //! entries of recursive contexts after [`WIDEN_DELAY`] updates (at every context entry after
 //! [`ENTRY_WIDEN_DELAY`]), and a few descending rounds of
 //! narrowing follow. A visit budget stops runaway analyses: the solution is then marked
@@ -153,13 +154,13 @@ impl<D: Domain> Solution<D> {
     }
 }
 
-/// Reverse-postorder positions of a function's nodes.
+/// Positions of a function's nodes in its loop-nested order ([`crate::ir::Cfg::loop_nested_order`]).
 fn rpo_positions(program: &Program, func: FuncId) -> Vec<u32> {
     let Some(cfg) = &program.function(func).body else {
         return Vec::new();
     };
     let mut pos = vec![u32::MAX; cfg.nodes.len()];
-    let rpo = cfg.reverse_postorder();
+    let rpo = cfg.loop_nested_order();
     let mut next = rpo.len() as u32;
     for (i, n) in rpo.into_iter().enumerate() {
         pos[n.0 as usize] = i as u32;
@@ -185,7 +186,19 @@ struct Engine<'a, A: Analysis> {
     updates: Vec<Vec<u32>>,
     /// (rpo position -> node) and (node -> rpo position) per function.
     order: FxHashMap<FuncId, (Vec<NodeId>, Vec<u32>)>,
-    work: BTreeSet<(u32, u32)>,
+    /// Scheduled nodes as (priority, context, position): the smallest first.
+    /// The priority is `u32::MAX - rank` ([`Engine::rank`]), the context `u32::MAX - id`
+    /// (newer contexts first), the position the node's place in its function's
+    /// loop-nested order.
+    work: BTreeSet<(u32, u32, u32)>,
+    /// Per context, when a call last changed its entry state (a value of `clock`; 0 before
+    /// any). The most recently entered context goes first, as on a call stack: a caller
+    /// resumes after a call only once the callee's exit is stable. Ordering contexts by id
+    /// instead lets a loop calling a context created before the loop's own run around once
+    /// per change of that callee's exit.
+    rank: Vec<u32>,
+    /// Counts entry changes.
+    clock: u32,
     /// Call edges of callers per callee context.
     callers: FxHashMap<FnCtxId, FxHashSet<(FnCtxId, EdgeId)>>,
     /// Contexts on a call cycle (their entries widen).
@@ -219,6 +232,8 @@ pub fn solve<A: Analysis>(
         updates: Vec::with_capacity(n),
         order: FxHashMap::default(),
         work: BTreeSet::new(),
+        rank: Vec::with_capacity(n),
+        clock: 0,
         callers: FxHashMap::default(),
         recursive: FxHashSet::default(),
         visits: 0,
@@ -248,6 +263,27 @@ pub fn solve<A: Analysis>(
             }
         }
         hot.sort();
+        let mut per_func: FxHashMap<FuncId, (u64, usize)> = FxHashMap::default();
+        for (n, ci, _) in &hot {
+            let f = e.tc.ctxs[*ci].func;
+            let entry = per_func.entry(f).or_default();
+            entry.0 += u64::from(*n);
+        }
+        for (ci, c) in e.tc.ctxs.iter().enumerate() {
+            if e.updates.get(ci).is_some_and(|v| v.iter().any(|n| *n > 0)) {
+                per_func.entry(c.func).or_default().1 += 1;
+            }
+        }
+        let mut per_func: Vec<_> = per_func.into_iter().collect();
+        per_func.sort_by_key(|(f, (n, _))| (std::cmp::Reverse(*n), *f));
+        for (f, (n, ctxs)) in per_func.iter().take(12) {
+            tracing::debug!(
+                func = %program.function(*f).name,
+                updates = n,
+                contexts = ctxs,
+                "hot function"
+            );
+        }
         for (n, ci, ni) in hot.iter().rev().take(12) {
             let f = e.tc.ctxs[*ci].func;
             tracing::debug!(
@@ -288,6 +324,9 @@ impl<A: Analysis> Engine<'_, A> {
             .body
             .as_ref()
             .map_or(0, |cfg| cfg.nodes.len());
+        while self.rank.len() <= c.0 as usize {
+            self.rank.push(0);
+        }
         while self.states.len() <= c.0 as usize {
             self.states.push(Vec::new());
             self.updates.push(Vec::new());
@@ -354,11 +393,36 @@ impl<A: Analysis> Engine<'_, A> {
             }
         };
         if changed {
+            if entry_of_call && !A::D::DISTRIBUTIVE {
+                self.promote(c);
+            }
             if A::D::DISTRIBUTIVE {
                 self.pending[ci][ni].join_with(d);
             }
             let p = self.pos(c, n);
-            self.work.insert((u32::MAX - c.0, p));
+            let r = self.rank.get(ci).copied().unwrap_or(0);
+            self.work.insert((u32::MAX - r, u32::MAX - c.0, p));
+        }
+    }
+
+    /// Gives context `c` the newest priority ([`Engine::rank`]) and moves its pending work
+    /// there.
+    fn promote(&mut self, c: FnCtxId) {
+        let ci = c.0 as usize;
+        let Some(old) = self.rank.get(ci).copied() else {
+            return;
+        };
+        self.clock += 1;
+        self.rank[ci] = self.clock;
+        let key = |r: u32, p: u32| (u32::MAX - r, u32::MAX - c.0, p);
+        let pending: Vec<u32> = self
+            .work
+            .range(key(old, 0)..=key(old, u32::MAX))
+            .map(|k| k.2)
+            .collect();
+        for p in pending {
+            self.work.remove(&key(old, p));
+            self.work.insert(key(self.clock, p));
         }
     }
 
@@ -393,7 +457,7 @@ impl<A: Analysis> Engine<'_, A> {
     }
 
     fn run(&mut self) -> bool {
-        while let Some((rci, p)) = self.work.pop_first() {
+        while let Some((_, rci, p)) = self.work.pop_first() {
             let ci = u32::MAX - rci;
             self.visits += 1;
             if self.visits > self.budget

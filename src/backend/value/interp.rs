@@ -1736,6 +1736,7 @@ impl<'p> Interp<'_, 'p> {
         s.set_ret(None);
         s.orig.forget(|h| h.0 == g);
         s.eqs.forget_func(g);
+        self.forget_private_locals(&mut s);
         if target.kind == CallKind::Once {
             return s;
         }
@@ -1809,6 +1810,37 @@ impl<'p> Interp<'_, 'p> {
         let keys = self.local_keys(s, g);
         for k in keys {
             s.forget(&k);
+        }
+    }
+
+    /// Forgets the thread's locals whose address is never taken: no callee can read or
+    /// write them (it names only its own locals), and [`Interp::call_return`] takes them
+    /// back from the caller's state before the call. A callee's states then do not depend
+    /// on its callers' private variables, so a change to one of them does not re-analyse
+    /// every function called after it.
+    fn forget_private_locals(&self, s: &mut State) {
+        let lo = Base::Local {
+            thread: self.thread,
+            func: FuncId(0),
+            local: LocalId(0),
+        };
+        let hi = Base::Local {
+            thread: self.thread,
+            func: FuncId(u32::MAX),
+            local: LocalId(u32::MAX),
+        };
+        let private: Vec<Base> = s
+            .delta
+            .range(lo..=hi)
+            .filter_map(|(b, _)| match b {
+                Base::Local { func, local, .. } if !self.addr_taken.contains(&(*func, *local)) => {
+                    Some(*b)
+                }
+                _ => None,
+            })
+            .collect();
+        for b in private {
+            s.forget(&b);
         }
     }
 
