@@ -120,7 +120,20 @@ fn may_hold_address(program: &Program, ty: crate::ir::TypeId) -> bool {
 /// The nodes whose addresses the value of `e` may carry. A node's class also stands for the
 /// contents of its objects: a value loaded from a local's memory or through a pointer of a
 /// class carries that class.
+///
+/// A value too narrow to hold an address (`(unsigned char)x`, an `int` on LP64) carries
+/// nothing, and pointer arithmetic (`p + i`) carries its pointer operand, not the offset: an
+/// address computed from another one keeps its object, and an integer that does not hold a
+/// whole address cannot give it back.
 fn carried(program: &Program, e: &Expr, track: &FxHashSet<LocalId>, out: &mut Vec<Node>) {
+    let types = &program.types;
+    if types.is_integer(e.ty)
+        && types
+            .size_of(e.ty)
+            .is_some_and(|n| n < types.data_model.pointer_size())
+    {
+        return;
+    }
     match &e.kind {
         ExprKind::Load(lv) => match &lv.host {
             Host::Var(Var::Local(l)) if lv.proj.is_empty() && track.contains(l) => {
@@ -151,8 +164,20 @@ fn carried(program: &Program, e: &Expr, track: &FxHashSet<LocalId>, out: &mut Ve
                 op,
                 BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge | BinOp::Eq | BinOp::Ne
             ) {
-                carried(program, a, track, out);
-                carried(program, b, track, out);
+                let is_ptr = |x: &Expr| {
+                    matches!(
+                        types.kind(x.ty),
+                        TypeKind::Pointer(_) | TypeKind::Array { .. }
+                    )
+                };
+                // `p + i`, `p - i`: the pointer operand's object (`p - q` is an integer).
+                let pointer_arith = is_ptr(e) && (is_ptr(a) != is_ptr(b));
+                if !pointer_arith || is_ptr(a) {
+                    carried(program, a, track, out);
+                }
+                if !pointer_arith || is_ptr(b) {
+                    carried(program, b, track, out);
+                }
             }
         }
         ExprKind::Int(_)
