@@ -1832,6 +1832,21 @@ fn certainly_alive(tf: &[ThreadFacts], at: &ActiveAt, chain: &[ThreadId]) -> boo
             .is_some_and(|n| tf[child.0 as usize].certainly_outliving.contains(n))
 }
 
+/// Whether thread `t` is a signal handler of a process with no other thread than `main` and
+/// signal handlers. Such a handler only ever runs by interrupting the process's one thread,
+/// which does not resume before the handler returns, so none of its accesses is simultaneous
+/// with another: no data race (C11 5.1.2.4 defines races between threads; the hazards of a
+/// handler in a single-threaded program are those of async-signal safety, C11 7.14.1.1p5,
+/// which racedar does not report). With a second thread the handler may run in it, in
+/// parallel with the first, and races as a thread does.
+pub fn interrupts_only(graph: &ThreadGraph, t: ThreadId) -> bool {
+    graph.thread(t).signal
+        && graph
+            .threads
+            .iter()
+            .all(|u| u.signal || u.parents.is_empty())
+}
+
 /// Whether accesses of threads `ta` (with facts `a` at the access) and `tb` (`b`) may run in
 /// parallel (see the module documentation).
 pub fn may_parallel(

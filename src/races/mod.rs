@@ -755,7 +755,10 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         {
             return None;
         }
-        if !mhp::may_parallel(tf, a.thread, &a.active, b.thread, &b.active) {
+        if mhp::interrupts_only(inp.graph, a.thread)
+            || mhp::interrupts_only(inp.graph, b.thread)
+            || !mhp::may_parallel(tf, a.thread, &a.active, b.thread, &b.active)
+        {
             return None;
         }
         let mut reasons = Reasons::default();
