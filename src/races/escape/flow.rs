@@ -1,9 +1,22 @@
 //! Where the addresses of locals and of heap objects flow (see the parent module): per
-//! function, a union-find over the *nodes* that may hold such an address (trackable locals,
-//! the address of each local, the objects of each allocation site in a local), a flag per
-//! class when some address of it escapes, and, between functions, which classes a call passes
-//! to which parameter. A parameter escapes when its class does; a class escapes when it is
-//! passed to an escaping parameter (a fixpoint over the call graph).
+//! function, a unification-based points-to analysis (Steensgaard, POPL 1996) over the *classes*
+//! of values that may hold such an address. Each class has a *pointee* class: the values
+//! stored in the objects its values point to. Named members: trackable locals (their values),
+//! the address of each local (its contents are the pointee), the objects of each allocation
+//! site in a local.
+//!
+//! A class escapes when one of its values is stored where the analysis cannot follow it (a
+//! global, memory reached from a parameter, a kept argument, an unknown function, a return);
+//! the contents of an escaped object escape with it (the pointee of an escaped class escapes).
+//! Storing a value into an object of the function's own (`s.p = q`, `m->buf = b` for a local
+//! allocation `m`) unifies it with that object's contents instead: it escapes only if the
+//! object does. A value loaded from an object is of the object's pointee class, not of the
+//! object's class, so copying a field out of a structure does not publish the structure.
+//!
+//! Between functions, which classes a call passes to which parameter: an argument escapes when
+//! the callee's parameter does, and its pointee when the callee lets the contents of the
+//! parameter's objects escape (a fixpoint over the call graph). The callee stores into its
+//! parameters' objects conservatively: what it stores there escapes.
 
 use crate::ir::types::TypeKind;
 use crate::ir::visit::{strip_casts, walk_cfg_addr_taken};
@@ -19,30 +32,59 @@ use rustc_hash::{FxHashMap, FxHashSet};
 enum Node {
     /// The value of a trackable local.
     Value(LocalId),
-    /// The address of a local.
+    /// The address of a local (its contents are the class's pointee).
     Addr(LocalId),
     /// The objects allocated by a call into a local.
     Site(EdgeId),
 }
 
-/// The flow facts of one function.
+/// The flow facts of one function: a union-find over classes with a pointee per class.
 #[derive(Default)]
 struct FnFlow {
     nodes: FxHashMap<Node, u32>,
     parent: Vec<u32>,
     escapes: Vec<bool>,
+    /// The pointee class of each class (valid at roots).
+    pointee: Vec<Option<u32>>,
     /// (class, callee, parameter position): the class is passed to that parameter.
     passes: Vec<(u32, FuncId, usize)>,
+    /// (value class, object class): a store of the value into an object of the class's
+    /// values (decided once the classes are complete: into a parameter's memory it escapes).
+    stores: Vec<(u32, u32)>,
+    /// Classes of the parameters' values.
+    params: Vec<u32>,
+    /// Per class (valid at roots): it may hold addresses this function does not follow (read
+    /// from a global, returned by a call, made from an integer).
+    untrusted: Vec<bool>,
 }
 
 impl FnFlow {
+    fn fresh(&mut self) -> u32 {
+        let i = self.parent.len() as u32;
+        self.parent.push(i);
+        self.escapes.push(false);
+        self.pointee.push(None);
+        self.untrusted.push(false);
+        i
+    }
+
+    /// A new class of addresses of objects the function does not follow.
+    fn unknown(&mut self) -> u32 {
+        let c = self.fresh();
+        self.untrusted[c as usize] = true;
+        c
+    }
+
+    fn distrust(&mut self, i: u32) {
+        let r = self.find(i);
+        self.untrusted[r as usize] = true;
+    }
+
     fn node(&mut self, n: Node) -> u32 {
         if let Some(&i) = self.nodes.get(&n) {
             return i;
         }
-        let i = self.parent.len() as u32;
-        self.parent.push(i);
-        self.escapes.push(false);
+        let i = self.fresh();
         self.nodes.insert(n, i);
         i
     }
@@ -56,11 +98,33 @@ impl FnFlow {
         i
     }
 
+    /// The pointee class of `i`'s class (created on demand).
+    fn pointee_of(&mut self, i: u32) -> u32 {
+        let r = self.find(i);
+        if let Some(p) = self.pointee[r as usize] {
+            return self.find(p);
+        }
+        let p = self.fresh();
+        self.pointee[r as usize] = Some(p);
+        p
+    }
+
+    /// Unifies two classes and, recursively, their pointees.
     fn union(&mut self, a: u32, b: u32) {
-        let (a, b) = (self.find(a), self.find(b));
-        if a != b {
+        let mut pending = vec![(a, b)];
+        while let Some((a, b)) = pending.pop() {
+            let (a, b) = (self.find(a), self.find(b));
+            if a == b {
+                continue;
+            }
             self.parent[a as usize] = b;
             self.escapes[b as usize] |= self.escapes[a as usize];
+            self.untrusted[b as usize] |= self.untrusted[a as usize];
+            match (self.pointee[a as usize], self.pointee[b as usize]) {
+                (Some(x), Some(y)) => pending.push((x, y)),
+                (Some(x), None) => self.pointee[b as usize] = Some(x),
+                _ => {}
+            }
         }
     }
 
@@ -69,14 +133,75 @@ impl FnFlow {
         self.escapes[r as usize] = true;
     }
 
+    /// Propagates escape from every escaped class to its pointee (the contents of an
+    /// escaped object escape); whether anything changed.
+    fn close(&mut self) -> bool {
+        let mut changed = false;
+        loop {
+            let mut again = false;
+            for i in 0..self.parent.len() as u32 {
+                if self.find(i) != i || !self.escapes[i as usize] {
+                    continue;
+                }
+                if let Some(p) = self.pointee[i as usize] {
+                    let p = self.find(p);
+                    if !self.escapes[p as usize] {
+                        self.escapes[p as usize] = true;
+                        again = true;
+                    }
+                }
+            }
+            if !again {
+                return changed;
+            }
+            changed = true;
+        }
+    }
+
+    fn class_escaped(&mut self, i: u32) -> bool {
+        let r = self.find(i);
+        self.escapes[r as usize]
+    }
+
     fn escaped(&mut self, n: Node) -> bool {
         match self.nodes.get(&n).copied() {
-            Some(i) => {
-                let r = self.find(i);
-                self.escapes[r as usize]
-            }
+            Some(i) => self.class_escaped(i),
             None => false,
         }
+    }
+
+    /// Whether the contents of the objects of `i`'s class escaped.
+    fn contents_escaped(&mut self, i: u32) -> bool {
+        let r = self.find(i);
+        match self.pointee[r as usize] {
+            Some(p) => self.class_escaped(p),
+            None => false,
+        }
+    }
+
+    /// Decides the recorded stores: a store into memory reached from a parameter (the
+    /// caller's objects, whose fate this function does not know) or from an address the
+    /// function does not follow lets the value escape.
+    fn settle_stores(&mut self) {
+        let mut foreign: FxHashSet<u32> = FxHashSet::default();
+        let mut stack: Vec<u32> = self.params.clone();
+        stack.extend((0..self.parent.len() as u32).filter(|&i| self.untrusted[i as usize]));
+        while let Some(c) = stack.pop() {
+            let r = self.find(c);
+            if foreign.insert(r)
+                && let Some(p) = self.pointee[r as usize]
+            {
+                stack.push(p);
+            }
+        }
+        let stores = std::mem::take(&mut self.stores);
+        for &(v, t) in &stores {
+            let t = self.find(t);
+            if foreign.contains(&t) {
+                self.escape(v);
+            }
+        }
+        self.stores = stores;
     }
 }
 
@@ -117,15 +242,20 @@ fn may_hold_address(program: &Program, ty: crate::ir::TypeId) -> bool {
     )
 }
 
-/// The nodes whose addresses the value of `e` may carry. A node's class also stands for the
-/// contents of its objects: a value loaded from a local's memory or through a pointer of a
-/// class carries that class.
+/// The classes of the addresses the value of `e` may carry (into `out`). A value loaded from
+/// an object is of the object's pointee class.
 ///
 /// A value too narrow to hold an address (`(unsigned char)x`, an `int` on LP64) carries
 /// nothing, and pointer arithmetic (`p + i`) carries its pointer operand, not the offset: an
 /// address computed from another one keeps its object, and an integer that does not hold a
 /// whole address cannot give it back.
-fn carried(program: &Program, e: &Expr, track: &FxHashSet<LocalId>, out: &mut Vec<Node>) {
+fn carried(
+    program: &Program,
+    fl: &mut FnFlow,
+    e: &Expr,
+    track: &FxHashSet<LocalId>,
+    out: &mut Vec<u32>,
+) {
     let types = &program.types;
     if types.is_integer(e.ty)
         && types
@@ -137,28 +267,46 @@ fn carried(program: &Program, e: &Expr, track: &FxHashSet<LocalId>, out: &mut Ve
     match &e.kind {
         ExprKind::Load(lv) => match &lv.host {
             Host::Var(Var::Local(l)) if lv.proj.is_empty() && track.contains(l) => {
-                out.push(Node::Value(*l));
+                out.push(fl.node(Node::Value(*l)));
             }
             Host::Var(Var::Local(l)) => {
                 if may_hold_address(program, lv.ty) {
-                    out.push(Node::Addr(*l));
+                    let a = fl.node(Node::Addr(*l));
+                    out.push(fl.pointee_of(a));
                 }
             }
-            Host::Var(Var::Global(_)) => {}
+            Host::Var(Var::Global(_)) => {
+                if may_hold_address(program, lv.ty) {
+                    out.push(fl.unknown());
+                }
+            }
             Host::Deref(p) => {
                 if may_hold_address(program, lv.ty) {
-                    carried(program, p, track, out);
+                    let mut ps = Vec::new();
+                    carried(program, fl, p, track, &mut ps);
+                    for c in ps {
+                        out.push(fl.pointee_of(c));
+                    }
                 }
             }
         },
         ExprKind::AddrOf(lv) => match &lv.host {
-            Host::Var(Var::Local(l)) => out.push(Node::Addr(*l)),
+            Host::Var(Var::Local(l)) => out.push(fl.node(Node::Addr(*l))),
             Host::Var(Var::Global(_)) => {}
-            Host::Deref(p) => carried(program, p, track, out),
+            Host::Deref(p) => carried(program, fl, p, track, out),
         },
-        ExprKind::Cast(a) => carried(program, a, track, out),
+        ExprKind::Cast(a) => {
+            // An address made from a computed integer: of objects not followed.
+            if may_hold_address(program, e.ty)
+                && types.is_integer(a.ty)
+                && !matches!(strip_casts(a).kind, ExprKind::Int(_))
+            {
+                out.push(fl.unknown());
+            }
+            carried(program, fl, a, track, out);
+        }
         ExprKind::Unary(UnOp::LogNot, _) => {}
-        ExprKind::Unary(_, a) => carried(program, a, track, out),
+        ExprKind::Unary(_, a) => carried(program, fl, a, track, out),
         ExprKind::Binary(op, a, b) => {
             if !matches!(
                 op,
@@ -173,31 +321,66 @@ fn carried(program: &Program, e: &Expr, track: &FxHashSet<LocalId>, out: &mut Ve
                 // `p + i`, `p - i`: the pointer operand's object (`p - q` is an integer).
                 let pointer_arith = is_ptr(e) && (is_ptr(a) != is_ptr(b));
                 if !pointer_arith || is_ptr(a) {
-                    carried(program, a, track, out);
+                    carried(program, fl, a, track, out);
                 }
                 if !pointer_arith || is_ptr(b) {
-                    carried(program, b, track, out);
+                    carried(program, fl, b, track, out);
                 }
             }
         }
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Str(_)
-        | ExprKind::Func(_)
-        | ExprKind::Unknown => {}
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Str(_) | ExprKind::Func(_) => {}
+        ExprKind::Unknown => {
+            if may_hold_address(program, e.ty) {
+                out.push(fl.unknown());
+            }
+        }
     }
 }
 
-/// The node whose class a store into `lv` puts the value in: the trackable local `lv` is, or
-/// the local whose memory `lv` designates directly (`l.f`, `a[i]`); `None` for other memory
-/// (globals, objects reached through pointers: the value escapes).
-fn container(lv: &Lval, track: &FxHashSet<LocalId>) -> Option<Node> {
-    match lv.host {
-        Host::Var(Var::Local(l)) if lv.proj.is_empty() && track.contains(&l) => {
-            Some(Node::Value(l))
+/// Where a store into `lv` puts the value: the class of the trackable local `lv` is
+/// ([`Target::Value`]), or objects whose contents receive it ([`Target::Into`]: the local whose
+/// memory `lv` designates directly, `l.f`, `a[i]`, or the objects a pointer points to, `*p`,
+/// `p->f`); [`Target::Away`] for memory the analysis does not follow (globals, objects behind
+/// pointers it does not track): the value escapes.
+enum Target {
+    Value(u32),
+    Into(Vec<u32>),
+    Away,
+}
+
+fn container(program: &Program, fl: &mut FnFlow, lv: &Lval, track: &FxHashSet<LocalId>) -> Target {
+    match &lv.host {
+        Host::Var(Var::Local(l)) if lv.proj.is_empty() && track.contains(l) => {
+            Target::Value(fl.node(Node::Value(*l)))
         }
-        Host::Var(Var::Local(l)) => Some(Node::Addr(l)),
-        _ => None,
+        Host::Var(Var::Local(l)) => Target::Into(vec![fl.node(Node::Addr(*l))]),
+        Host::Var(Var::Global(_)) => Target::Away,
+        Host::Deref(p) => {
+            let mut ps = Vec::new();
+            carried(program, fl, p, track, &mut ps);
+            if ps.is_empty() {
+                Target::Away
+            } else {
+                Target::Into(ps)
+            }
+        }
+    }
+}
+
+/// Stores the classes `vals` at `target`.
+fn store(fl: &mut FnFlow, vals: &[u32], target: &Target) {
+    for &v in vals {
+        match target {
+            Target::Value(t) => fl.union(v, *t),
+            Target::Into(objs) => {
+                for &o in objs {
+                    let c = fl.pointee_of(o);
+                    fl.union(v, c);
+                    fl.stores.push((v, o));
+                }
+            }
+            Target::Away => fl.escape(v),
+        }
     }
 }
 
@@ -217,55 +400,98 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
     // Parameters are nodes from the start (callers pass into them).
     for p in &f.params {
         if track.contains(p) {
-            fl.node(Node::Value(*p));
+            let c = fl.node(Node::Value(*p));
+            fl.params.push(c);
         }
     }
-    let mut nodes = Vec::new();
-    let mut flows_into = |fl: &mut FnFlow, e: &Expr, into: Option<u32>| {
-        nodes.clear();
-        carried(program, e, &track, &mut nodes);
-        for n in nodes.iter() {
-            let i = fl.node(*n);
-            match into {
-                Some(t) => fl.union(i, t),
-                None => fl.escape(i),
-            }
-        }
-    };
+    let mut vals = Vec::new();
     for (ei, e) in cfg.edges.iter().enumerate() {
         let edge = EdgeId(ei as u32);
         match &e.op {
             Op::Skip | Op::Assume { .. } => {}
             Op::Assign { lhs, rhs } => {
-                let into = container(lhs, &track).map(|n| fl.node(n));
-                flows_into(&mut fl, rhs, into);
+                let target = container(program, &mut fl, lhs, &track);
+                vals.clear();
+                carried(program, &mut fl, rhs, &track, &mut vals);
+                store(&mut fl, &vals, &target);
             }
-            Op::Return(Some(x)) => flows_into(&mut fl, x, None),
+            Op::Return(Some(x)) => {
+                vals.clear();
+                carried(program, &mut fl, x, &track, &mut vals);
+                store(&mut fl, &vals, &Target::Away);
+            }
             Op::Return(None) => {}
             Op::Asm { inputs, .. } => {
                 for x in inputs {
-                    flows_into(&mut fl, x, None);
+                    vals.clear();
+                    carried(program, &mut fl, x, &track, &mut vals);
+                    store(&mut fl, &vals, &Target::Away);
                 }
             }
             Op::Call { dest, callee, args } => {
-                let dest_node = dest
+                let dest_target = dest
                     .as_ref()
-                    .and_then(|d| container(d, &track))
-                    .map(|n| fl.node(n));
-                match callee {
-                    Callee::Indirect(_) => {
-                        for a in args {
-                            flows_into(&mut fl, a, None);
+                    .map(|d| container(program, &mut fl, d, &track));
+                let escape_all = |fl: &mut FnFlow, args: &[Expr]| {
+                    for a in args {
+                        let mut vs = Vec::new();
+                        carried(program, fl, a, &track, &mut vs);
+                        store(fl, &vs, &Target::Away);
+                    }
+                };
+                // A result that is not a fresh object or an argument: addresses of objects
+                // the function does not follow.
+                let followed_result = match callee {
+                    Callee::Direct(g) if program.function(*g).body.is_none() => {
+                        match roles.get(*g) {
+                            Some(Role::Alloc | Role::Realloc { .. }) => true,
+                            Some(Role::Library(spec)) => matches!(
+                                spec.returns,
+                                Pointer::Fresh | Pointer::ThreadStatic | Pointer::Arg(_)
+                            ),
+                            _ => false,
                         }
                     }
+                    _ => false,
+                };
+                if !followed_result
+                    && dest
+                        .as_ref()
+                        .is_some_and(|d| may_hold_address(program, d.ty))
+                    && let Some(t) = &dest_target
+                {
+                    let u = fl.unknown();
+                    store(&mut fl, &[u], t);
+                }
+                // What a callee may store into the objects its pointer arguments point to:
+                // addresses this function does not follow.
+                let written: Vec<usize> = match callee {
+                    Callee::Direct(g) if program.function(*g).body.is_none() => {
+                        match roles.get(*g) {
+                            Some(Role::Library(spec)) => spec.read_written(args.len()).1,
+                            _ => Vec::new(),
+                        }
+                    }
+                    _ => (0..args.len()).collect(),
+                };
+                for k in written {
+                    let Some(a) = args.get(k) else { continue };
+                    let mut cs = Vec::new();
+                    carried(program, &mut fl, a, &track, &mut cs);
+                    for c in cs {
+                        let p = fl.pointee_of(c);
+                        fl.distrust(p);
+                    }
+                }
+                match callee {
+                    Callee::Indirect(_) => escape_all(&mut fl, args),
                     Callee::Direct(g) if program.function(*g).body.is_some() => {
                         // Into the callee's parameters.
                         for (k, a) in args.iter().enumerate() {
                             let mut ns = Vec::new();
-                            carried(program, a, &track, &mut ns);
+                            carried(program, &mut fl, a, &track, &mut ns);
                             let into = program.function(*g).params.get(k).copied();
-                            for n in ns {
-                                let i = fl.node(n);
+                            for i in ns {
                                 match into {
                                     Some(_) => fl.passes.push((i, *g, k)),
                                     // A variadic argument: read with va_arg, unseen.
@@ -277,16 +503,12 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
                     Callee::Direct(g) => {
                         let role = roles.get(*g);
                         match role {
-                            None => {
-                                for a in args {
-                                    flows_into(&mut fl, a, None);
-                                }
-                            }
+                            None => escape_all(&mut fl, args),
                             Some(r) => {
                                 let keep = kept(r, args.len());
                                 for (k, a) in args.iter().enumerate() {
                                     if keep.contains(&k) {
-                                        flows_into(&mut fl, a, None);
+                                        escape_all(&mut fl, std::slice::from_ref(a));
                                     }
                                 }
                                 if let Role::Library(spec) = r {
@@ -299,29 +521,34 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
                                     let pointer_result = dest
                                         .as_ref()
                                         .is_some_and(|d| may_hold_address(program, d.ty));
-                                    if pointer_result {
+                                    if pointer_result && let Some(t) = &dest_target {
                                         for n in returned {
                                             if let Some(a) = args.get(n) {
-                                                flows_into(&mut fl, a, dest_node);
+                                                vals.clear();
+                                                carried(program, &mut fl, a, &track, &mut vals);
+                                                store(&mut fl, &vals, t);
                                             }
                                         }
                                     }
                                     // Stored through an out-parameter (`strtok_r`'s saveptr
                                     // `&save` receives a pointer into its first argument):
-                                    // into the class of a local whose address is passed,
-                                    // else escaping.
+                                    // into the objects the out-parameter points to.
                                     for (k, kind) in spec.stores() {
                                         let Pointer::Arg(n) = kind else { continue };
                                         let (Some(a), Some(out)) = (args.get(n), args.get(k))
                                         else {
                                             continue;
                                         };
-                                        let into = match &strip_casts(out).kind {
-                                            ExprKind::AddrOf(lv) => container(lv, &track),
-                                            _ => None,
-                                        }
-                                        .map(|x| fl.node(x));
-                                        flows_into(&mut fl, a, into);
+                                        let mut outs = Vec::new();
+                                        carried(program, &mut fl, out, &track, &mut outs);
+                                        let t = if outs.is_empty() {
+                                            Target::Away
+                                        } else {
+                                            Target::Into(outs)
+                                        };
+                                        vals.clear();
+                                        carried(program, &mut fl, a, &track, &mut vals);
+                                        store(&mut fl, &vals, &t);
                                     }
                                     // Callbacks receiving arguments.
                                     for cb in roles.callbacks(program, &e.op) {
@@ -340,9 +567,8 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
                                             let Param::Arg(n) = p else { continue };
                                             let Some(a) = args.get(*n) else { continue };
                                             let mut ns = Vec::new();
-                                            carried(program, a, &track, &mut ns);
-                                            for x in ns {
-                                                let id = fl.node(x);
+                                            carried(program, &mut fl, a, &track, &mut ns);
+                                            for id in ns {
                                                 match target {
                                                     Some(h) => fl.passes.push((id, h, i)),
                                                     None => fl.escape(id),
@@ -351,29 +577,21 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
                                         }
                                     }
                                 }
-                                if matches!(r, Role::Alloc | Role::Realloc { .. })
-                                    && let Some(d) = dest_node
-                                {
+                                let fresh_result = matches!(r, Role::Alloc | Role::Realloc { .. })
+                                    || matches!(r, Role::Library(s) if matches!(s.returns, Pointer::Fresh | Pointer::ThreadStatic));
+                                if fresh_result && let Some(t) = &dest_target {
                                     let site = fl.node(Node::Site(edge));
-                                    fl.union(site, d);
-                                } else if matches!(r, Role::Library(s) if matches!(s.returns, Pointer::Fresh | Pointer::ThreadStatic))
-                                    && let Some(d) = dest_node
-                                {
-                                    let site = fl.node(Node::Site(edge));
-                                    fl.union(site, d);
+                                    store(&mut fl, &[site], t);
                                 }
                             }
                         }
                     }
                 }
-                // A result stored into memory: an allocation's objects escape with it.
-                if dest.is_some() && dest_node.is_none() {
-                    let site = fl.node(Node::Site(edge));
-                    fl.escape(site);
-                }
             }
         }
     }
+    fl.settle_stores();
+    fl.close();
     fl
 }
 
@@ -383,7 +601,7 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
     let mut flows: Vec<FnFlow> = (0..n)
         .map(|i| function_flow(program, roles, FuncId(i as u32)))
         .collect();
-    // Parameters that escape, to a fixpoint.
+    // Parameters (and their objects' contents) that escape, to a fixpoint.
     loop {
         let mut changed = false;
         for fi in 0..n {
@@ -392,24 +610,31 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                 let Some(p) = program.function(g).params.get(k).copied() else {
                     continue;
                 };
-                let callee_escapes = if g.0 as usize == fi {
-                    flows[fi].escaped(Node::Value(p))
-                } else {
-                    match flows.get_mut(g.0 as usize) {
-                        // A parameter the callee does not track (address-taken): escapes.
-                        Some(cf) => {
-                            !cf.nodes.contains_key(&Node::Value(p)) || cf.escaped(Node::Value(p))
-                        }
-                        None => true,
-                    }
+                let (param_escapes, contents_escape) = match flows.get_mut(g.0 as usize) {
+                    // A parameter the callee does not track (address-taken): escapes.
+                    Some(cf) => match cf.nodes.get(&Node::Value(p)).copied() {
+                        Some(i) => (cf.class_escaped(i), cf.contents_escaped(i)),
+                        None => (true, true),
+                    },
+                    None => (true, true),
                 };
-                let r = flows[fi].find(class);
-                if callee_escapes && !flows[fi].escapes[r as usize] {
-                    flows[fi].escapes[r as usize] = true;
+                let fl = &mut flows[fi];
+                if param_escapes && !fl.class_escaped(class) {
+                    fl.escape(class);
                     changed = true;
+                }
+                if contents_escape {
+                    let c = fl.pointee_of(class);
+                    if !fl.class_escaped(c) {
+                        fl.escape(c);
+                        changed = true;
+                    }
                 }
             }
             flows[fi].passes = passes;
+            if changed {
+                flows[fi].close();
+            }
         }
         if !changed {
             break;
