@@ -9,17 +9,20 @@
 //! ([`crate::backend::Target::Typed`]) can only touch escaped objects.
 //!
 //! **Locals and heap objects** are private to the thread instance that owns them until their
-//! address reaches memory or code the analysis cannot follow. The analysis tracks, flow-
-//! insensitively per function, where the address of a local (`&l`, an array decaying to a
-//! pointer) and the result of an allocation (`q = malloc(..)` into a local) flow: into
-//! *trackable* locals (never address-taken, not arrays), moved by pointer arithmetic and member
-//! selection (`&q->f`, `q + k`), dereferenced, compared, passed to a library function that does
-//! not keep it (`getaddrinfo(.., &res)`, `snprintf(buf, ..)`), or to a parameter of a defined
-//! function that does the same with it. Such an object *escapes* when an address of it is
-//! stored into memory (a global, a heap object, a struct or array, even a local one), returned,
-//! passed to a thread creation, kept by a library, passed to an unknown function or a call
-//! through a pointer, or used by inline assembly; an object that does not escape races with
-//! nothing (two instances of a thread function each have their own).
+//! address reaches memory or code the analysis cannot follow. The analysis ([`flow`]) is a
+//! unification-based points-to analysis per function over the addresses of locals (`&l`, an
+//! array decaying to a pointer) and the results of allocations: they flow into *trackable*
+//! locals (never address-taken, not arrays), move by pointer arithmetic and member selection
+//! (`&q->f`, `q + k`), are stored into the function's own objects (a local struct or array, a
+//! local allocation: the stored value joins the object's contents), passed to a library
+//! function that does not keep them (`getaddrinfo(.., &res)`, `snprintf(buf, ..)`), or to a
+//! parameter of a defined function that does the same with it. An object *escapes* when an
+//! address of it is stored into a global, into memory reached from a parameter or from a
+//! pointer the function does not follow (read from a global, returned by a call, made from an
+//! integer), into an object that escapes, returned, passed to a thread creation, kept by a
+//! library, passed to an unknown function or a call through a pointer, or used by inline
+//! assembly; an object that does not escape races with nothing (two instances of a thread
+//! function each have their own).
 //!
 //! Sound with respect to the C semantics up to the library specification (a function whose
 //! specification does not say it keeps a pointer does not) and the usual assumption that an
