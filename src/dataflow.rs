@@ -690,21 +690,56 @@ pub struct Paired<F> {
     pub entry: std::sync::Arc<F>,
     /// The fact here.
     pub fact: F,
+    /// The entry fact folds the entries of several path edges ([`Merge::merge`]): it stands
+    /// for every entry it covers.
+    pub merged: bool,
 }
 
-impl<F: Merge> Merge for Paired<F> {
+impl<F: PartialEq> Paired<F> {
+    /// Whether this path edge describes paths from the entry fact `e`: its entry is `e`, or
+    /// a fold covering it.
+    fn starts_at(&self, e: &F) -> bool
+    where
+        F: Merge,
+    {
+        *self.entry == *e || (self.merged && self.entry.covers(e))
+    }
+}
+
+impl<F: Merge + PartialEq> Merge for Paired<F> {
     fn merge(facts: &[&Self]) -> Self {
         let entries: Vec<&F> = facts.iter().map(|p| &*p.entry).collect();
         let here: Vec<&F> = facts.iter().map(|p| &p.fact).collect();
+        let merged = facts.iter().any(|p| p.merged)
+            || facts.iter().any(|p| {
+                !std::sync::Arc::ptr_eq(&p.entry, &facts[0].entry) && p.entry != facts[0].entry
+            });
         Paired {
             entry: std::sync::Arc::new(F::merge(&entries)),
             fact: F::merge(&here),
+            merged,
         }
     }
 
+    /// Path edges from different entries are different (one does not subsume the other,
+    /// so a caller's facts never flow back to a caller with fewer), unless `self`'s entry is
+    /// a fold covering `o`'s.
     fn covers(&self, o: &Self) -> bool {
         self.fact.covers(&o.fact)
-            && (std::sync::Arc::ptr_eq(&self.entry, &o.entry) || self.entry.covers(&o.entry))
+            && (std::sync::Arc::ptr_eq(&self.entry, &o.entry)
+                || *self.entry == *o.entry
+                || (self.merged && self.entry.covers(&o.entry)))
+    }
+
+    /// Level 0: path edges from one entry fact (folding the entries of different callers of
+    /// a shared context would return each caller's facts to all of them); further levels:
+    /// entry and fact both similar at the level before.
+    fn similar(&self, o: &Self, level: u8) -> bool {
+        if level == 0 {
+            std::sync::Arc::ptr_eq(&self.entry, &o.entry) || *self.entry == *o.entry
+        } else {
+            self.entry.similar(&o.entry, level - 1) && self.fact.similar(&o.fact, level - 1)
+        }
     }
 }
 
@@ -721,6 +756,7 @@ pub fn initial_facts<F: Clone + PartialEq + Merge>(f: F) -> Facts<F> {
     Powerset::singleton(Paired {
         entry: std::sync::Arc::new(f.clone()),
         fact: f,
+        merged: false,
     })
 }
 
@@ -742,6 +778,7 @@ impl<T: FactAnalysis> Analysis for Disjunctive<'_, T> {
                 out.insert(Paired {
                     entry: p.entry.clone(),
                     fact: g,
+                    merged: p.merged,
                 });
             }
         }
@@ -760,6 +797,7 @@ impl<T: FactAnalysis> Analysis for Disjunctive<'_, T> {
                 Paired {
                     entry: std::sync::Arc::new(e.clone()),
                     fact: e,
+                    merged: false,
                 }
             })
             .collect()
@@ -777,10 +815,11 @@ impl<T: FactAnalysis> Analysis for Disjunctive<'_, T> {
         for p in pre.facts() {
             let e = self.0.call_entry(at, edge, target, &p.fact);
             for x in exit.facts() {
-                if x.entry.covers(&e) {
+                if x.starts_at(&e) {
                     out.insert(Paired {
                         entry: p.entry.clone(),
                         fact: self.0.call_exit(at, edge, target, &p.fact, &x.fact),
+                        merged: p.merged,
                     });
                 }
             }

@@ -1,8 +1,9 @@
 //! Bounded powersets: a disjunction of facts, one per class of paths (the domain of the
 //! path-sensitive lockset and active-threads analyses, seed 001 §6.1).
 //!
-//! A [`Powerset`] keeps up to `cap` distinct facts; beyond that, all facts are folded into one
-//! with [`Merge::merge`], which must over-approximate them. Joins are unions, so the domain has
+//! A [`Powerset`] keeps up to `cap` distinct facts; beyond that, groups of similar facts
+//! ([`Merge::similar`]) are folded into one each with [`Merge::merge`], which must
+//! over-approximate them (all facts into one when every grouping leaves too many). Joins are unions, so the domain has
 //! finite height when the facts do, and the cap bounds the work.
 
 use crate::lattice::JoinSemiLattice;
@@ -15,6 +16,29 @@ pub trait Merge: Sized {
     /// Whether `self` covers `other` (every path `other` describes, `self` describes too).
     /// Defaults to equality; a real order keeps merged sets from growing back.
     fn covers(&self, other: &Self) -> bool;
+
+    /// Whether `self` and `other` may be folded together, at a grouping `level`, when a set
+    /// exceeds its bound: the set folds each group of the finest level that leaves at most
+    /// [`CAP`] groups (levels 0, 1, 2, ..., up to [`GROUP_LEVELS`]), and everything into one
+    /// fact when none does. Defaults to one group at every level.
+    fn similar(&self, _other: &Self, _level: u8) -> bool {
+        true
+    }
+}
+
+/// Grouping levels tried before all facts fold into one ([`Merge::similar`]).
+pub const GROUP_LEVELS: u8 = 3;
+
+/// `facts` in groups of facts similar at `level` (each group similar to its first fact).
+fn groups<F: Merge>(facts: &[F], level: u8) -> Vec<Vec<&F>> {
+    let mut out: Vec<Vec<&F>> = Vec::new();
+    for f in facts {
+        match out.iter_mut().find(|g| g[0].similar(f, level)) {
+            Some(g) => g.push(f),
+            None => out.push(vec![f]),
+        }
+    }
+    out
 }
 
 /// A set of at most `cap` facts (bottom: empty).
@@ -71,9 +95,17 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
         }
         self.facts.push(f);
         if self.facts.len() > CAP {
-            let all: Vec<&F> = self.facts.iter().collect();
-            let m = F::merge(&all);
-            self.facts = vec![m];
+            let folded = (0..GROUP_LEVELS)
+                .map(|level| groups(&self.facts, level))
+                .find(|gs| gs.len() <= CAP)
+                .map(|gs| gs.iter().map(|g| F::merge(g)).collect::<Vec<F>>());
+            self.facts = match folded {
+                Some(fs) => fs,
+                None => {
+                    let all: Vec<&F> = self.facts.iter().collect();
+                    vec![F::merge(&all)]
+                }
+            };
         }
         true
     }

@@ -1110,6 +1110,24 @@ impl Merge for MhpFact {
         m
     }
 
+    /// Level 0: the same threads created, active and joined (folding loses path conditions
+    /// and thread ids only); level 1: alike in whether any thread was created or joined yet, so
+    /// a fold never mixes the paths before a thread's first creation with those after it.
+    fn similar(&self, o: &MhpFact, level: u8) -> bool {
+        match level {
+            0 => {
+                self.may_created == o.may_created
+                    && self.may_active == o.may_active
+                    && self.must_active == o.must_active
+                    && self.joined == o.joined
+            }
+            _ => {
+                self.may_created.is_empty() == o.may_created.is_empty()
+                    && self.joined.is_empty() == o.joined.is_empty()
+            }
+        }
+    }
+
     fn covers(&self, o: &MhpFact) -> bool {
         self == o
             || (o.may_created.is_subset(&self.may_created)
