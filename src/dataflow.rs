@@ -697,12 +697,12 @@ pub struct Paired<F> {
 
 impl<F: PartialEq> Paired<F> {
     /// Whether this path edge describes paths from the entry fact `e`: its entry is `e`, or
-    /// a fold covering it.
+    /// a fold covering it (any entry covering it without [`Merge::STRICT_ENTRIES`]).
     fn starts_at(&self, e: &F) -> bool
     where
         F: Merge,
     {
-        *self.entry == *e || (self.merged && self.entry.covers(e))
+        *self.entry == *e || ((self.merged || !F::STRICT_ENTRIES) && self.entry.covers(e))
     }
 }
 
@@ -721,14 +721,14 @@ impl<F: Merge + PartialEq> Merge for Paired<F> {
         }
     }
 
-    /// Path edges from different entries are different (one does not subsume the other,
-    /// so a caller's facts never flow back to a caller with fewer), unless `self`'s entry is
-    /// a fold covering `o`'s.
+    /// With [`Merge::STRICT_ENTRIES`], path edges from different entries are different (one
+    /// does not subsume the other, so a caller's facts never flow back to a caller with
+    /// fewer), unless `self`'s entry is a fold covering `o`'s.
     fn covers(&self, o: &Self) -> bool {
         self.fact.covers(&o.fact)
             && (std::sync::Arc::ptr_eq(&self.entry, &o.entry)
                 || *self.entry == *o.entry
-                || (self.merged && self.entry.covers(&o.entry)))
+                || ((self.merged || !F::STRICT_ENTRIES) && self.entry.covers(&o.entry)))
     }
 
     /// Level 0: path edges from one entry fact (folding the entries of different callers of

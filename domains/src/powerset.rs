@@ -24,6 +24,11 @@ pub trait Merge: Sized {
     fn similar(&self, _other: &Self, _level: u8) -> bool {
         true
     }
+
+    /// Whether path edges pairing these facts with their entry facts keep different entries
+    /// apart (an entry fact covering another does not stand for it): more precise returns
+    /// from shared callee contexts, more facts. Read by the fixpoint engine's path edges.
+    const STRICT_ENTRIES: bool = false;
 }
 
 /// Grouping levels tried before all facts fold into one ([`Merge::similar`]).

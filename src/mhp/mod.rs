@@ -1128,6 +1128,9 @@ impl Merge for MhpFact {
         }
     }
 
+    /// Paths before a thread's creation must not take the facts of paths after it.
+    const STRICT_ENTRIES: bool = true;
+
     fn covers(&self, o: &MhpFact) -> bool {
         self == o
             || (o.may_created.is_subset(&self.may_created)
