@@ -36,6 +36,9 @@ enum Node {
     Addr(LocalId),
     /// The objects allocated by a call into a local.
     Site(EdgeId),
+    /// The variadic arguments of the function (what `va_start` makes its `va_list` point to,
+    /// what `va_arg` reads): a parameter standing for all of them.
+    Variadic,
 }
 
 /// The flow facts of one function: a union-find over classes with a pointee per class.
@@ -391,6 +394,80 @@ fn kept(role: &Role, n: usize) -> Vec<usize> {
     (0..n).filter(|i| !safe.contains(i)).collect()
 }
 
+/// The parameter position standing for a callee's variadic arguments in `FnFlow::passes`.
+const VARIADIC: usize = usize::MAX;
+
+/// Handles the `stdarg.h` builtins (the frontend lowers `va_arg(ap, T)` to
+/// `__builtin_va_arg(ap)`): `va_start(ap, ..)` makes `ap` point to the variadic arguments,
+/// `va_arg(ap)` reads one, `va_copy(d, s)` copies `s` to `d`. Returns whether `op` was one.
+fn variadic_builtin(
+    program: &Program,
+    fl: &mut FnFlow,
+    op: &Op,
+    track: &FxHashSet<LocalId>,
+) -> bool {
+    let Op::Call {
+        dest,
+        callee: Callee::Direct(g),
+        args,
+    } = op
+    else {
+        return false;
+    };
+    let name = program.function(*g).name.as_str();
+    let points_into = |fl: &mut FnFlow, e: Option<&Expr>| -> Target {
+        let mut cs = Vec::new();
+        if let Some(e) = e {
+            carried(program, fl, e, track, &mut cs);
+        }
+        if cs.is_empty() {
+            Target::Away
+        } else {
+            Target::Into(cs)
+        }
+    };
+    match name {
+        "__builtin_va_start" | "__builtin_stdarg_start" => {
+            let v = fl.node(Node::Variadic);
+            if !fl.params.contains(&v) {
+                fl.params.push(v);
+            }
+            let t = points_into(fl, args.first());
+            store(fl, &[v], &t);
+            true
+        }
+        "__builtin_va_arg" => {
+            let Some(d) = dest else { return true };
+            let t = container(program, fl, d, track);
+            if !may_hold_address(program, d.ty) {
+                return true;
+            }
+            let mut aps = Vec::new();
+            if let Some(a) = args.first() {
+                carried(program, fl, a, track, &mut aps);
+            }
+            let read: Vec<u32> = if aps.is_empty() {
+                vec![fl.unknown()]
+            } else {
+                aps.into_iter().map(|c| fl.pointee_of(c)).collect()
+            };
+            store(fl, &read, &t);
+            true
+        }
+        "__builtin_va_copy" | "__va_copy" => {
+            let t = points_into(fl, args.first());
+            let mut srcs = Vec::new();
+            if let Some(a) = args.get(1) {
+                carried(program, fl, a, track, &mut srcs);
+            }
+            let vals: Vec<u32> = srcs.into_iter().map(|c| fl.pointee_of(c)).collect();
+            store(fl, &vals, &t);
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Builds one function's flow facts.
 fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
     let mut fl = FnFlow::default();
@@ -407,6 +484,9 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
     let mut vals = Vec::new();
     for (ei, e) in cfg.edges.iter().enumerate() {
         let edge = EdgeId(ei as u32);
+        if variadic_builtin(program, &mut fl, &e.op, &track) {
+            continue;
+        }
         match &e.op {
             Op::Skip | Op::Assume { .. } => {}
             Op::Assign { lhs, rhs } => {
@@ -494,8 +574,8 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
                             for i in ns {
                                 match into {
                                     Some(_) => fl.passes.push((i, *g, k)),
-                                    // A variadic argument: read with va_arg, unseen.
-                                    None => fl.escape(i),
+                                    // A variadic argument: the callee's `va_arg` reads it.
+                                    None => fl.passes.push((i, *g, VARIADIC)),
                                 }
                             }
                         }
@@ -607,13 +687,20 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
         for fi in 0..n {
             let passes = std::mem::take(&mut flows[fi].passes);
             for &(class, g, k) in &passes {
-                let Some(p) = program.function(g).params.get(k).copied() else {
-                    continue;
+                let node = if k == VARIADIC {
+                    Node::Variadic
+                } else {
+                    match program.function(g).params.get(k).copied() {
+                        Some(p) => Node::Value(p),
+                        None => continue,
+                    }
                 };
                 let (param_escapes, contents_escape) = match flows.get_mut(g.0 as usize) {
-                    // A parameter the callee does not track (address-taken): escapes.
-                    Some(cf) => match cf.nodes.get(&Node::Value(p)).copied() {
+                    Some(cf) => match cf.nodes.get(&node).copied() {
                         Some(i) => (cf.class_escaped(i), cf.contents_escaped(i)),
+                        // Variadic arguments of a callee that never starts reading them.
+                        None if k == VARIADIC => (false, false),
+                        // A parameter the callee does not track (address-taken): escapes.
                         None => (true, true),
                     },
                     None => (true, true),
@@ -659,7 +746,7 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                         out.private_sites.insert((func, e));
                     }
                 }
-                Node::Value(_) => {}
+                Node::Value(_) | Node::Variadic => {}
             }
         }
     }
