@@ -630,6 +630,26 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
                                         carried(program, &mut fl, a, &track, &mut vals);
                                         store(&mut fl, &vals, &t);
                                     }
+                                    // Byte copies (`memcpy(d, s, n)`): the destination
+                                    // objects receive the source objects' contents.
+                                    for (k, n) in spec.copies() {
+                                        let (Some(d), Some(src)) = (args.get(k), args.get(n))
+                                        else {
+                                            continue;
+                                        };
+                                        let mut ds = Vec::new();
+                                        carried(program, &mut fl, d, &track, &mut ds);
+                                        let mut ss = Vec::new();
+                                        carried(program, &mut fl, src, &track, &mut ss);
+                                        let t = if ds.is_empty() {
+                                            Target::Away
+                                        } else {
+                                            Target::Into(ds)
+                                        };
+                                        let contents: Vec<u32> =
+                                            ss.into_iter().map(|c| fl.pointee_of(c)).collect();
+                                        store(&mut fl, &contents, &t);
+                                    }
                                     // Callbacks receiving arguments.
                                     for cb in roles.callbacks(program, &e.op) {
                                         let target = args.get(cb.arg).and_then(|x| {
