@@ -8,8 +8,8 @@
 //! entry state joins its call sites' states, its exit state flows back through
 //! [`Analysis::call_return`]. Nodes are processed in a loop-nested order (reverse postorder
 //! with each loop's nodes together before its exits, [`crate::ir::Cfg::loop_nested_order`]),
-//! the most recently entered callee context first, and joins become widenings at loop heads and at the
-//! entries of recursive contexts after [`WIDEN_DELAY`] updates (at every context entry after
+//! the most recently entered callee context first, and joins become widenings at loop heads
+//! and at the entries of recursive contexts after [`WIDEN_DELAY`] updates (at every context entry after
 //! [`ENTRY_WIDEN_DELAY`]), and a few descending rounds of
 //! narrowing follow. A visit budget stops runaway analyses: the solution is then marked
 //! incomplete and consumers must not trust it.
@@ -152,6 +152,11 @@ impl<D: Domain> Solution<D> {
     pub fn all_states(&self) -> impl Iterator<Item = &D> + '_ {
         self.states.iter().flatten().filter(|d| !d.is_bottom())
     }
+}
+
+/// The worklist key of node position `p` of context `c` at rank `rank` (see `Engine::work`).
+fn work_key(rank: u32, c: FnCtxId, p: u32) -> (u32, u32, u32) {
+    (u32::MAX - rank, u32::MAX - c.0, p)
 }
 
 /// Positions of a function's nodes in its loop-nested order ([`crate::ir::Cfg::loop_nested_order`]).
@@ -401,7 +406,7 @@ impl<A: Analysis> Engine<'_, A> {
             }
             let p = self.pos(c, n);
             let r = self.rank.get(ci).copied().unwrap_or(0);
-            self.work.insert((u32::MAX - r, u32::MAX - c.0, p));
+            self.work.insert(work_key(r, c, p));
         }
     }
 
@@ -414,15 +419,14 @@ impl<A: Analysis> Engine<'_, A> {
         };
         self.clock += 1;
         self.rank[ci] = self.clock;
-        let key = |r: u32, p: u32| (u32::MAX - r, u32::MAX - c.0, p);
         let pending: Vec<u32> = self
             .work
-            .range(key(old, 0)..=key(old, u32::MAX))
+            .range(work_key(old, c, 0)..=work_key(old, c, u32::MAX))
             .map(|k| k.2)
             .collect();
         for p in pending {
-            self.work.remove(&key(old, p));
-            self.work.insert(key(self.clock, p));
+            self.work.remove(&work_key(old, c, p));
+            self.work.insert(work_key(self.clock, c, p));
         }
     }
 

@@ -3,8 +3,8 @@
 //!
 //! A [`Powerset`] keeps up to `cap` distinct facts; beyond that, groups of similar facts
 //! ([`Merge::similar`]) are folded into one each with [`Merge::merge`], which must
-//! over-approximate them (all facts into one when every grouping leaves too many). Joins are unions, so the domain has
-//! finite height when the facts do, and the cap bounds the work.
+//! over-approximate them (all facts into one when every grouping leaves too many). Joins are
+//! unions, so the domain has finite height when the facts do, and the cap bounds the work.
 
 use crate::lattice::JoinSemiLattice;
 

@@ -1734,6 +1734,7 @@ impl MhpResult {
                     unique: t.unique && !t.in_cycle,
                     outliving,
                     certainly_outliving,
+                    interrupts_only: interrupts_only(graph, t.id),
                 }
             })
             .collect()
@@ -1756,6 +1757,8 @@ pub struct ThreadFacts {
     /// Its children that some certain path to its end leaves surely running (created on the
     /// path, not possibly joined).
     pub certainly_outliving: BitSet<ThreadId>,
+    /// A signal handler that only interrupts the process's one thread ([`interrupts_only`]).
+    pub interrupts_only: bool,
 }
 
 /// Whether thread `other` has surely ended before an access of a thread with chain `chain`

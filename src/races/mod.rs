@@ -755,8 +755,8 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         {
             return None;
         }
-        if mhp::interrupts_only(inp.graph, a.thread)
-            || mhp::interrupts_only(inp.graph, b.thread)
+        if tf[a.thread.0 as usize].interrupts_only
+            || tf[b.thread.0 as usize].interrupts_only
             || !mhp::may_parallel(tf, a.thread, &a.active, b.thread, &b.active)
         {
             return None;

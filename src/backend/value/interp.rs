@@ -1819,19 +1819,9 @@ impl<'p> Interp<'_, 'p> {
     /// on its callers' private variables, so a change to one of them does not re-analyse
     /// every function called after it.
     fn forget_private_locals(&self, s: &mut State) {
-        let lo = Base::Local {
-            thread: self.thread,
-            func: FuncId(0),
-            local: LocalId(0),
-        };
-        let hi = Base::Local {
-            thread: self.thread,
-            func: FuncId(u32::MAX),
-            local: LocalId(u32::MAX),
-        };
         let private: Vec<Base> = s
             .delta
-            .range(lo..=hi)
+            .range(self.locals_of(FuncId(0)..=FuncId(u32::MAX)))
             .filter_map(|(b, _)| match b {
                 Base::Local { func, local, .. } if !self.addr_taken.contains(&(*func, *local)) => {
                     Some(*b)
@@ -1845,17 +1835,24 @@ impl<'p> Interp<'_, 'p> {
     }
 
     fn local_keys(&self, s: &State, g: FuncId) -> Vec<Base> {
-        let lo = Base::Local {
+        s.delta
+            .range(self.locals_of(g..=g))
+            .map(|(b, _)| *b)
+            .collect()
+    }
+
+    /// The bases of the thread's locals of the functions `funcs`, as a range of the ordered
+    /// state maps.
+    fn locals_of(&self, funcs: std::ops::RangeInclusive<FuncId>) -> std::ops::RangeInclusive<Base> {
+        Base::Local {
             thread: self.thread,
-            func: g,
+            func: *funcs.start(),
             local: LocalId(0),
-        };
-        let hi = Base::Local {
+        }..=Base::Local {
             thread: self.thread,
-            func: g,
+            func: *funcs.end(),
             local: LocalId(u32::MAX),
-        };
-        s.delta.range(lo..=hi).map(|(b, _)| *b).collect()
+        }
     }
 
     /// The state after a call: the callee's exit state, with the caller's own locals taken
@@ -1882,18 +1879,9 @@ impl<'p> Interp<'_, 'p> {
         s.orig.forget(|h| h.0 == target.func);
         s.eqs.forget_func(target.func);
         // Locals of the thread's functions.
-        let lo = Base::Local {
-            thread: self.thread,
-            func: FuncId(0),
-            local: LocalId(0),
-        };
-        let hi = Base::Local {
-            thread: self.thread,
-            func: FuncId(u32::MAX),
-            local: LocalId(u32::MAX),
-        };
-        let mut keys: Vec<Base> = s.delta.range(lo..=hi).map(|(b, _)| *b).collect();
-        keys.extend(pre.delta.range(lo..=hi).map(|(b, _)| *b));
+        let all = self.locals_of(FuncId(0)..=FuncId(u32::MAX));
+        let mut keys: Vec<Base> = s.delta.range(all.clone()).map(|(b, _)| *b).collect();
+        keys.extend(pre.delta.range(all).map(|(b, _)| *b));
         keys.sort();
         keys.dedup();
         // Objects the callee did not write are the caller's own, as they were before the

@@ -340,6 +340,32 @@ fn carried(
     }
 }
 
+/// The classes of the addresses the value of `e` may carry ([`carried`]).
+fn classes(program: &Program, fl: &mut FnFlow, e: &Expr, track: &FxHashSet<LocalId>) -> Vec<u32> {
+    let mut out = Vec::new();
+    carried(program, fl, e, track, &mut out);
+    out
+}
+
+/// The objects the pointer value `e` points to, as a store target: away when it carries no
+/// address the function follows.
+fn pointed(program: &Program, fl: &mut FnFlow, e: &Expr, track: &FxHashSet<LocalId>) -> Target {
+    let cs = classes(program, fl, e, track);
+    if cs.is_empty() {
+        Target::Away
+    } else {
+        Target::Into(cs)
+    }
+}
+
+/// The classes of the contents of the objects the pointer value `e` points to.
+fn contents(program: &Program, fl: &mut FnFlow, e: &Expr, track: &FxHashSet<LocalId>) -> Vec<u32> {
+    classes(program, fl, e, track)
+        .into_iter()
+        .map(|c| fl.pointee_of(c))
+        .collect()
+}
+
 /// Where a store into `lv` puts the value: the class of the trackable local `lv` is
 /// ([`Target::Value`]), or objects whose contents receive it ([`Target::Into`]: the local whose
 /// memory `lv` designates directly, `l.f`, `a[i]`, or the objects a pointer points to, `*p`,
@@ -358,15 +384,7 @@ fn container(program: &Program, fl: &mut FnFlow, lv: &Lval, track: &FxHashSet<Lo
         }
         Host::Var(Var::Local(l)) => Target::Into(vec![fl.node(Node::Addr(*l))]),
         Host::Var(Var::Global(_)) => Target::Away,
-        Host::Deref(p) => {
-            let mut ps = Vec::new();
-            carried(program, fl, p, track, &mut ps);
-            if ps.is_empty() {
-                Target::Away
-            } else {
-                Target::Into(ps)
-            }
-        }
+        Host::Deref(p) => pointed(program, fl, p, track),
     }
 }
 
@@ -416,15 +434,11 @@ fn variadic_builtin(
     };
     let name = program.function(*g).name.as_str();
     let points_into = |fl: &mut FnFlow, e: Option<&Expr>| -> Target {
-        let mut cs = Vec::new();
-        if let Some(e) = e {
-            carried(program, fl, e, track, &mut cs);
-        }
-        if cs.is_empty() {
-            Target::Away
-        } else {
-            Target::Into(cs)
-        }
+        e.map_or(Target::Away, |e| pointed(program, fl, e, track))
+    };
+    let contents_of = |fl: &mut FnFlow, e: Option<&Expr>| -> Vec<u32> {
+        e.map(|e| contents(program, fl, e, track))
+            .unwrap_or_default()
     };
     match name {
         "__builtin_va_start" | "__builtin_stdarg_start" => {
@@ -442,30 +456,28 @@ fn variadic_builtin(
             if !may_hold_address(program, d.ty) {
                 return true;
             }
-            let mut aps = Vec::new();
-            if let Some(a) = args.first() {
-                carried(program, fl, a, track, &mut aps);
+            let mut read = contents_of(fl, args.first());
+            if read.is_empty() {
+                read.push(fl.unknown());
             }
-            let read: Vec<u32> = if aps.is_empty() {
-                vec![fl.unknown()]
-            } else {
-                aps.into_iter().map(|c| fl.pointee_of(c)).collect()
-            };
             store(fl, &read, &t);
             true
         }
         "__builtin_va_copy" | "__va_copy" => {
             let t = points_into(fl, args.first());
-            let mut srcs = Vec::new();
-            if let Some(a) = args.get(1) {
-                carried(program, fl, a, track, &mut srcs);
-            }
-            let vals: Vec<u32> = srcs.into_iter().map(|c| fl.pointee_of(c)).collect();
+            let vals = contents_of(fl, args.get(1));
             store(fl, &vals, &t);
             true
         }
         _ => false,
     }
+}
+
+/// Whether a call of a function with role `r` returns a fresh object (an allocation, a new
+/// or per-thread static object of a library function).
+fn fresh_result(r: &Role) -> bool {
+    matches!(r, Role::Alloc | Role::Realloc { .. })
+        || matches!(r, Role::Library(s) if matches!(s.returns, Pointer::Fresh | Pointer::ThreadStatic))
 }
 
 /// Builds one function's flow facts.
@@ -481,218 +493,206 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
             fl.params.push(c);
         }
     }
-    let mut vals = Vec::new();
     for (ei, e) in cfg.edges.iter().enumerate() {
-        let edge = EdgeId(ei as u32);
         if variadic_builtin(program, &mut fl, &e.op, &track) {
             continue;
         }
         match &e.op {
-            Op::Skip | Op::Assume { .. } => {}
+            Op::Skip | Op::Assume { .. } | Op::Return(None) => {}
             Op::Assign { lhs, rhs } => {
                 let target = container(program, &mut fl, lhs, &track);
-                vals.clear();
-                carried(program, &mut fl, rhs, &track, &mut vals);
+                let vals = classes(program, &mut fl, rhs, &track);
                 store(&mut fl, &vals, &target);
             }
             Op::Return(Some(x)) => {
-                vals.clear();
-                carried(program, &mut fl, x, &track, &mut vals);
+                let vals = classes(program, &mut fl, x, &track);
                 store(&mut fl, &vals, &Target::Away);
             }
-            Op::Return(None) => {}
             Op::Asm { inputs, .. } => {
                 for x in inputs {
-                    vals.clear();
-                    carried(program, &mut fl, x, &track, &mut vals);
+                    let vals = classes(program, &mut fl, x, &track);
                     store(&mut fl, &vals, &Target::Away);
                 }
             }
             Op::Call { dest, callee, args } => {
-                let dest_target = dest
-                    .as_ref()
-                    .map(|d| container(program, &mut fl, d, &track));
-                let escape_all = |fl: &mut FnFlow, args: &[Expr]| {
-                    for a in args {
-                        let mut vs = Vec::new();
-                        carried(program, fl, a, &track, &mut vs);
-                        store(fl, &vs, &Target::Away);
-                    }
+                let call = Call {
+                    program,
+                    roles,
+                    track: &track,
+                    edge: EdgeId(ei as u32),
+                    op: &e.op,
+                    dest: dest.as_ref(),
+                    args,
                 };
-                // A result that is not a fresh object or an argument: addresses of objects
-                // the function does not follow.
-                let followed_result = match callee {
-                    Callee::Direct(g) if program.function(*g).body.is_none() => {
-                        match roles.get(*g) {
-                            Some(Role::Alloc | Role::Realloc { .. }) => true,
-                            Some(Role::Library(spec)) => matches!(
-                                spec.returns,
-                                Pointer::Fresh | Pointer::ThreadStatic | Pointer::Arg(_)
-                            ),
-                            _ => false,
-                        }
-                    }
-                    _ => false,
-                };
-                if !followed_result
-                    && dest
-                        .as_ref()
-                        .is_some_and(|d| may_hold_address(program, d.ty))
-                    && let Some(t) = &dest_target
-                {
-                    let u = fl.unknown();
-                    store(&mut fl, &[u], t);
-                }
-                // What a callee may store into the objects its pointer arguments point to:
-                // addresses this function does not follow.
-                let written: Vec<usize> = match callee {
-                    Callee::Direct(g) if program.function(*g).body.is_none() => {
-                        match roles.get(*g) {
-                            Some(Role::Library(spec)) => spec.read_written(args.len()).1,
-                            _ => Vec::new(),
-                        }
-                    }
-                    _ => (0..args.len()).collect(),
-                };
-                for k in written {
-                    let Some(a) = args.get(k) else { continue };
-                    let mut cs = Vec::new();
-                    carried(program, &mut fl, a, &track, &mut cs);
-                    for c in cs {
-                        let p = fl.pointee_of(c);
-                        fl.distrust(p);
-                    }
-                }
-                match callee {
-                    Callee::Indirect(_) => escape_all(&mut fl, args),
-                    Callee::Direct(g) if program.function(*g).body.is_some() => {
-                        // Into the callee's parameters.
-                        for (k, a) in args.iter().enumerate() {
-                            let mut ns = Vec::new();
-                            carried(program, &mut fl, a, &track, &mut ns);
-                            let into = program.function(*g).params.get(k).copied();
-                            for i in ns {
-                                match into {
-                                    Some(_) => fl.passes.push((i, *g, k)),
-                                    // A variadic argument: the callee's `va_arg` reads it.
-                                    None => fl.passes.push((i, *g, VARIADIC)),
-                                }
-                            }
-                        }
-                    }
-                    Callee::Direct(g) => {
-                        let role = roles.get(*g);
-                        match role {
-                            None => escape_all(&mut fl, args),
-                            Some(r) => {
-                                let keep = kept(r, args.len());
-                                for (k, a) in args.iter().enumerate() {
-                                    if keep.contains(&k) {
-                                        escape_all(&mut fl, std::slice::from_ref(a));
-                                    }
-                                }
-                                if let Role::Library(spec) = r {
-                                    // The result may be (a pointer into) an argument.
-                                    let returned: Vec<usize> = match spec.returns {
-                                        Pointer::Arg(n) => vec![n],
-                                        Pointer::Unknown => (0..args.len()).collect(),
-                                        _ => Vec::new(),
-                                    };
-                                    let pointer_result = dest
-                                        .as_ref()
-                                        .is_some_and(|d| may_hold_address(program, d.ty));
-                                    if pointer_result && let Some(t) = &dest_target {
-                                        for n in returned {
-                                            if let Some(a) = args.get(n) {
-                                                vals.clear();
-                                                carried(program, &mut fl, a, &track, &mut vals);
-                                                store(&mut fl, &vals, t);
-                                            }
-                                        }
-                                    }
-                                    // Stored through an out-parameter (`strtok_r`'s saveptr
-                                    // `&save` receives a pointer into its first argument):
-                                    // into the objects the out-parameter points to.
-                                    for (k, kind) in spec.stores() {
-                                        let Pointer::Arg(n) = kind else { continue };
-                                        let (Some(a), Some(out)) = (args.get(n), args.get(k))
-                                        else {
-                                            continue;
-                                        };
-                                        let mut outs = Vec::new();
-                                        carried(program, &mut fl, out, &track, &mut outs);
-                                        let t = if outs.is_empty() {
-                                            Target::Away
-                                        } else {
-                                            Target::Into(outs)
-                                        };
-                                        vals.clear();
-                                        carried(program, &mut fl, a, &track, &mut vals);
-                                        store(&mut fl, &vals, &t);
-                                    }
-                                    // Byte copies (`memcpy(d, s, n)`): the destination
-                                    // objects receive the source objects' contents.
-                                    for (k, n) in spec.copies() {
-                                        let (Some(d), Some(src)) = (args.get(k), args.get(n))
-                                        else {
-                                            continue;
-                                        };
-                                        let mut ds = Vec::new();
-                                        carried(program, &mut fl, d, &track, &mut ds);
-                                        let mut ss = Vec::new();
-                                        carried(program, &mut fl, src, &track, &mut ss);
-                                        let t = if ds.is_empty() {
-                                            Target::Away
-                                        } else {
-                                            Target::Into(ds)
-                                        };
-                                        let contents: Vec<u32> =
-                                            ss.into_iter().map(|c| fl.pointee_of(c)).collect();
-                                        store(&mut fl, &contents, &t);
-                                    }
-                                    // Callbacks receiving arguments.
-                                    for cb in roles.callbacks(program, &e.op) {
-                                        let target = args.get(cb.arg).and_then(|x| {
-                                            match strip_casts(x).kind {
-                                                ExprKind::Func(h)
-                                                    if !cb.deep
-                                                        && program.function(h).body.is_some() =>
-                                                {
-                                                    Some(h)
-                                                }
-                                                _ => None,
-                                            }
-                                        });
-                                        for (i, p) in cb.params.iter().enumerate() {
-                                            let Param::Arg(n) = p else { continue };
-                                            let Some(a) = args.get(*n) else { continue };
-                                            let mut ns = Vec::new();
-                                            carried(program, &mut fl, a, &track, &mut ns);
-                                            for id in ns {
-                                                match target {
-                                                    Some(h) => fl.passes.push((id, h, i)),
-                                                    None => fl.escape(id),
-                                                }
-                                            }
-                                        }
-                                    }
-                                }
-                                let fresh_result = matches!(r, Role::Alloc | Role::Realloc { .. })
-                                    || matches!(r, Role::Library(s) if matches!(s.returns, Pointer::Fresh | Pointer::ThreadStatic));
-                                if fresh_result && let Some(t) = &dest_target {
-                                    let site = fl.node(Node::Site(edge));
-                                    store(&mut fl, &[site], t);
-                                }
-                            }
-                        }
-                    }
-                }
+                call.flow(&mut fl, callee);
             }
         }
     }
     fl.settle_stores();
     fl.close();
     fl
+}
+
+/// One call statement of the function whose flow is built.
+struct Call<'a> {
+    program: &'a Program,
+    roles: &'a Roles,
+    track: &'a FxHashSet<LocalId>,
+    edge: EdgeId,
+    op: &'a Op,
+    dest: Option<&'a Lval>,
+    args: &'a [Expr],
+}
+
+impl Call<'_> {
+    fn classes(&self, fl: &mut FnFlow, e: &Expr) -> Vec<u32> {
+        classes(self.program, fl, e, self.track)
+    }
+
+    /// Every argument escapes.
+    fn escape(&self, fl: &mut FnFlow, args: &[Expr]) {
+        for a in args {
+            let vs = self.classes(fl, a);
+            store(fl, &vs, &Target::Away);
+        }
+    }
+
+    fn flow(&self, fl: &mut FnFlow, callee: &Callee) {
+        let program = self.program;
+        let args = self.args;
+        let dest_target = self.dest.map(|d| container(program, fl, d, self.track));
+        let library = match callee {
+            Callee::Direct(g) if program.function(*g).body.is_none() => Some(self.roles.get(*g)),
+            _ => None,
+        };
+        // A result that is not a fresh object or an argument: addresses of objects the
+        // function does not follow.
+        let followed_result = match library {
+            Some(Some(r)) => {
+                fresh_result(r)
+                    || matches!(r, Role::Library(spec) if matches!(spec.returns, Pointer::Arg(_)))
+            }
+            _ => false,
+        };
+        if !followed_result
+            && self.dest.is_some_and(|d| may_hold_address(program, d.ty))
+            && let Some(t) = &dest_target
+        {
+            let u = fl.unknown();
+            store(fl, &[u], t);
+        }
+        // What a callee may store into the objects its pointer arguments point to:
+        // addresses this function does not follow.
+        let written: Vec<usize> = match library {
+            Some(Some(Role::Library(spec))) => spec.read_written(args.len()).1,
+            Some(_) => Vec::new(),
+            None => (0..args.len()).collect(),
+        };
+        for k in written {
+            let Some(a) = args.get(k) else { continue };
+            for c in self.classes(fl, a) {
+                let p = fl.pointee_of(c);
+                fl.distrust(p);
+            }
+        }
+        match (callee, library) {
+            (Callee::Indirect(_), _) | (_, Some(None)) => self.escape(fl, args),
+            (Callee::Direct(g), None) => {
+                // Into the callee's parameters.
+                for (k, a) in args.iter().enumerate() {
+                    // A variadic argument: the callee's `va_arg` reads it.
+                    let into = if k < program.function(*g).params.len() {
+                        k
+                    } else {
+                        VARIADIC
+                    };
+                    for i in self.classes(fl, a) {
+                        fl.passes.push((i, *g, into));
+                    }
+                }
+            }
+            (Callee::Direct(_), Some(Some(r))) => {
+                let keep = kept(r, args.len());
+                for (k, a) in args.iter().enumerate() {
+                    if keep.contains(&k) {
+                        self.escape(fl, std::slice::from_ref(a));
+                    }
+                }
+                if let Role::Library(spec) = r {
+                    self.library(fl, spec, dest_target.as_ref());
+                }
+                if fresh_result(r)
+                    && let Some(t) = &dest_target
+                {
+                    let site = fl.node(Node::Site(self.edge));
+                    store(fl, &[site], t);
+                }
+            }
+        }
+    }
+
+    /// What a specified library function does with the addresses it receives.
+    fn library(
+        &self,
+        fl: &mut FnFlow,
+        spec: &crate::model::library::LibSpec,
+        dest_target: Option<&Target>,
+    ) {
+        let (program, args, track) = (self.program, self.args, self.track);
+        // The result may be (a pointer into) an argument.
+        let returned: Vec<usize> = match spec.returns {
+            Pointer::Arg(n) => vec![n],
+            Pointer::Unknown => (0..args.len()).collect(),
+            _ => Vec::new(),
+        };
+        let pointer_result = self.dest.is_some_and(|d| may_hold_address(program, d.ty));
+        if pointer_result && let Some(t) = dest_target {
+            for n in returned {
+                if let Some(a) = args.get(n) {
+                    let vals = self.classes(fl, a);
+                    store(fl, &vals, t);
+                }
+            }
+        }
+        // Stored through an out-parameter (`strtok_r`'s saveptr `&save` receives a pointer
+        // into its first argument): into the objects the out-parameter points to.
+        for (k, kind) in spec.stores() {
+            let Pointer::Arg(n) = kind else { continue };
+            let (Some(a), Some(out)) = (args.get(n), args.get(k)) else {
+                continue;
+            };
+            let t = pointed(program, fl, out, track);
+            let vals = self.classes(fl, a);
+            store(fl, &vals, &t);
+        }
+        // Byte copies (`memcpy(d, s, n)`): the destination objects receive the source
+        // objects' contents.
+        for (k, n) in spec.copies() {
+            let (Some(d), Some(src)) = (args.get(k), args.get(n)) else {
+                continue;
+            };
+            let t = pointed(program, fl, d, track);
+            let vals = contents(program, fl, src, track);
+            store(fl, &vals, &t);
+        }
+        // Callbacks receiving arguments.
+        for cb in self.roles.callbacks(program, self.op) {
+            let target = args.get(cb.arg).and_then(|x| match strip_casts(x).kind {
+                ExprKind::Func(h) if !cb.deep && program.function(h).body.is_some() => Some(h),
+                _ => None,
+            });
+            for (i, p) in cb.params.iter().enumerate() {
+                let Param::Arg(n) = p else { continue };
+                let Some(a) = args.get(*n) else { continue };
+                for id in self.classes(fl, a) {
+                    match target {
+                        Some(h) => fl.passes.push((id, h, i)),
+                        None => fl.escape(id),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Computes the flow facts of the whole program.
@@ -706,6 +706,8 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
         let mut changed = false;
         for fi in 0..n {
             let passes = std::mem::take(&mut flows[fi].passes);
+            // Whether this function's escapes grew (its closure is then redone).
+            let mut grew = false;
             for &(class, g, k) in &passes {
                 let node = if k == VARIADIC {
                     Node::Variadic
@@ -728,19 +730,20 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                 let fl = &mut flows[fi];
                 if param_escapes && !fl.class_escaped(class) {
                     fl.escape(class);
-                    changed = true;
+                    grew = true;
                 }
                 if contents_escape {
                     let c = fl.pointee_of(class);
                     if !fl.class_escaped(c) {
                         fl.escape(c);
-                        changed = true;
+                        grew = true;
                     }
                 }
             }
             flows[fi].passes = passes;
-            if changed {
+            if grew {
                 flows[fi].close();
+                changed = true;
             }
         }
         if !changed {
