@@ -188,6 +188,48 @@ impl CompContents<'_> {
         self.memo.get(&c).is_some_and(|s| s.contains(&k))
     }
 
+    /// Whether struct `outer` is `inner` or holds an `inner` (as a member, an array element,
+    /// at any depth).
+    fn holds(&mut self, outer: CompId, inner: CompId) -> bool {
+        outer == inner || self.contains(outer, TypeClass::Comp(inner))
+    }
+
+    /// Whether two accesses, the first through an unresolved pointer, may touch the same bytes
+    /// as far as their member paths and declared objects tell (C11 §6.5.2.3 and §6.5p7: `p->f`
+    /// with `p` a `struct S *` accesses an object of type `S`, and objects of two types overlap
+    /// only when one is a sub-object of the other; GCC's path-based alias analysis and Goblint's
+    /// type-based races, `(struct S).f`, assume the same):
+    /// - members of one struct at disjoint bytes never overlap;
+    /// - members of two structs overlap only when one struct holds the other;
+    /// - a member of `S` is never in a declared object whose type neither is nor holds an `S`
+    ///   (character arrays excepted: they may hold anything).
+    fn member_may_overlap(&mut self, a: &Signature, b: &Signature) -> bool {
+        match (a.member, b.member) {
+            (Some((ca, ra)), Some((cb, rb))) => {
+                if ca == cb {
+                    return ra.overlaps(&rb);
+                }
+                if !self.holds(ca, cb) && !self.holds(cb, ca) {
+                    return false;
+                }
+            }
+            (Some((c, _)), None) | (None, Some((c, _))) => {
+                let other = if a.member.is_some() { b } else { a };
+                match other.declared {
+                    Some(TypeClass::Any) | None => {}
+                    Some(TypeClass::Comp(d)) => {
+                        if !self.holds(d, c) {
+                            return false;
+                        }
+                    }
+                    Some(_) => return false,
+                }
+            }
+            (None, None) => {}
+        }
+        true
+    }
+
     /// Whether accesses of classes `a` and `b` may touch the same bytes.
     fn compatible(&mut self, a: TypeClass, b: TypeClass) -> bool {
         if a == b || a == TypeClass::Any || b == TypeClass::Any {
@@ -213,9 +255,12 @@ struct Signature {
     locks: std::sync::Arc<LocksAt>,
     active: std::sync::Arc<ActiveAt>,
     inst_locks: SmallVec<[InstLock; 1]>,
-    /// For an access through an unresolved pointer to a member (`p->f`, `p->a[i]`), the struct
-    /// and the bytes of it the member occupies ([`member_range`]).
+    /// For an access through a pointer to a member (`p->f`, `p->a[i]`), the struct and the
+    /// bytes of it the member occupies ([`member_range`]).
     member: Option<(CompId, ByteRange)>,
+    /// For an access to a declared object (a global or a local), the class of its declared
+    /// type ([`TypeClass::of`]: arrays by their element).
+    declared: Option<TypeClass>,
     slot: Option<slots::SlotKey>,
 }
 
@@ -278,6 +323,20 @@ fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, Byt
     Some((*comp, ByteRange { lo, hi: end }))
 }
 
+/// The class of the declared type of the object a target names, for globals and locals
+/// (heap objects and library state have none).
+fn declared_class(program: &Program, target: Target) -> Option<TypeClass> {
+    let Target::Addr(a) = target else {
+        return None;
+    };
+    let ty = match a.base {
+        Base::Global(g) => program.global(g).ty,
+        Base::Local { func, local, .. } => program.function(func).local(local).ty,
+        _ => return None,
+    };
+    Some(TypeClass::of(&program.types, ty))
+}
+
 /// Runs race detection.
 ///
 /// Accesses to objects their thread has not published yet race with nothing under the
@@ -326,10 +385,8 @@ fn detect_on<'p, B: Backend<'p>>(
             locks: a.locks.clone(),
             active: a.active.clone(),
             inst_locks: a.inst_locks.clone(),
-            member: match a.mem.target {
-                Target::Typed(_) => member_range(program, &a.mem.site),
-                Target::Addr(_) => None,
-            },
+            member: member_range(program, &a.mem.site),
+            declared: declared_class(program, a.mem.target),
             slot: a.slot,
         };
         match sig_index.get(&s) {
@@ -413,11 +470,7 @@ fn detect_on<'p, B: Backend<'p>>(
             let from = positions.partition_point(|&p| (p as usize) < x);
             for &p in &positions[from..] {
                 let j = cands[p as usize];
-                // Members at disjoint bytes of one struct type.
-                if let (Some((ca, ra)), Some((cb, rb))) = (sigs[i].0.member, sigs[j].0.member)
-                    && ca == cb
-                    && !ra.overlaps(&rb)
-                {
+                if !contents.member_may_overlap(&sigs[i].0, &sigs[j].0) {
                     continue;
                 }
                 // Races through unresolved pointers are may-races: participation is all.
