@@ -17,9 +17,9 @@
 use super::memory::{Obj, State, Val, top};
 use super::publication::{Holder, Site, site_base};
 use super::regions::{PtrStore, Stored};
-use crate::backend::Base;
 use crate::backend::regions::{self as reg, Region};
 use crate::backend::syntactic::bitfield_location;
+use crate::backend::{Base, TypeClass};
 use crate::context::{CallKind, CallSite, CallTarget, ThreadId};
 use crate::dataflow::{At, Callees, Domain};
 use crate::ir::GlobalId;
@@ -54,6 +54,42 @@ impl Domain for State {
     const NARROWS: bool = true;
 }
 
+/// The class of an lvalue type that decides which stores through unresolved pointers a read
+/// sees ([`Shared::read`]): the effective-type rule (C11 §6.5p7) lets a store of one class
+/// change only objects read with the same class (signedness and qualifiers aside; pointers
+/// by the class of what they point to, `void *` and character pointers alike).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WildKey {
+    /// A scalar that is not a pointer, by [`TypeClass`].
+    Scalar(TypeClass),
+    /// A pointer to an object of this class.
+    Pointer(TypeClass),
+    /// A pointer to a function of this type.
+    Function(crate::ir::TypeId),
+}
+
+impl WildKey {
+    /// The key of an lvalue type; `None` for aggregates (never read or stored as a whole
+    /// through a pointer by the value analysis).
+    pub fn of(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId) -> Option<WildKey> {
+        if types.is_aggregate(ty) {
+            return None;
+        }
+        Some(match types.pointee(ty) {
+            Some(p) if matches!(types.kind(p), crate::ir::types::TypeKind::Function(_)) => {
+                WildKey::Function(p)
+            }
+            Some(p) => WildKey::Pointer(TypeClass::of(types, p)),
+            None => WildKey::Scalar(TypeClass::of(types, ty)),
+        })
+    }
+
+    /// Whether a store with key `self` may change what a read with key `other` reads.
+    fn reaches(self, other: WildKey) -> bool {
+        self == other
+    }
+}
+
 /// The shared invariant: per base, the objects each thread stored to it (joined over all its
 /// stores).
 #[derive(Clone, Debug, Default)]
@@ -61,6 +97,15 @@ pub struct Shared {
     by_base: FxHashMap<Base, SmallVec<[(ThreadId, Obj); 1]>>,
     /// When each base's stores by each thread last changed (a value of `clock`).
     version: FxHashMap<(Base, ThreadId), u64>,
+    /// Stores through unresolved pointers ([`Effects::wild`]), per thread and key, with the
+    /// access size in bytes: each is an object whose bytes `[0, size)` hold the join of the
+    /// values stored.
+    wild: FxHashMap<(ThreadId, WildKey, u64), Obj>,
+    /// When each thread's stores through unresolved pointers last changed.
+    wild_version: FxHashMap<ThreadId, u64>,
+    /// The signal handlers (of the previous round's thread-creation graph): they may run
+    /// before their installer creates any thread.
+    pub interrupts: FxHashSet<ThreadId>,
     /// Counts changes.
     clock: u64,
 }
@@ -68,15 +113,47 @@ pub struct Shared {
 impl Shared {
     /// What threads other than `reader` (and `reader`'s other instances, unless it is unique
     /// or the base is its own local) may have stored at `off` (`size` bytes) of `b`.
-    pub fn read(&self, b: &Base, reader: ThreadId, unique: bool, off: Interval, size: u64) -> Val {
-        let Some(ws) = self.by_base.get(b) else {
-            return Val::bottom();
-        };
+    ///
+    /// A read of an lvalue with key `key` ([`WildKey`]) also sees those threads' stores
+    /// through unresolved pointers with a key that reaches it and the same size: such a
+    /// pointer may point to any object (seed 001 §5: a read of a shared location sees every
+    /// value a thread that may run in parallel stores there). Stores of other classes change
+    /// no object read with this one (the effective-type rule that
+    /// [`crate::backend::TypeClass`] assumes too); byte-wise reads (`key` `None`, library
+    /// copies) see none.
+    ///
+    /// `multi`: whether threads other than signal handlers may run at the read (for `main`,
+    /// after its first thread creation); before that only signal handlers' stores are seen.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read(
+        &self,
+        b: &Base,
+        reader: ThreadId,
+        unique: bool,
+        multi: bool,
+        off: Interval,
+        size: u64,
+        key: Option<WildKey>,
+    ) -> Val {
         let own_local = matches!(b, Base::Local { thread, .. } if *thread == reader);
+        let seen = |w: ThreadId| {
+            (multi || self.interrupts.contains(&w)) && (w != reader || (!unique && !own_local))
+        };
         let mut out = Val::bottom();
-        for (w, o) in ws {
-            if *w != reader || (!unique && !own_local) {
-                out = out.join(&o.read(off, size));
+        if let Some(ws) = self.by_base.get(b) {
+            for (w, o) in ws {
+                if seen(*w) {
+                    out = out.join(&o.read(off, size));
+                }
+            }
+        }
+        if let Some(key) = key
+            && !self.wild.is_empty()
+        {
+            for ((w, k, n), o) in &self.wild {
+                if *n == size && k.reaches(key) && seen(*w) {
+                    out = out.join(&o.read(Interval::constant(0), size));
+                }
             }
         }
         out
@@ -89,9 +166,32 @@ impl Shared {
             .is_some_and(|ws| ws.iter().any(|(w, _)| *w != reader))
     }
 
-    /// Joins (`widen`: widens) the stores of `writer`; whether anything changed.
-    pub fn merge(&mut self, writer: ThreadId, stores: FxHashMap<Base, Obj>, widen: bool) -> bool {
+    /// Joins (`widen`: widens) the stores of `writer`, to known bases and through unresolved
+    /// pointers (`wild`, by size); whether anything changed.
+    pub fn merge(
+        &mut self,
+        writer: ThreadId,
+        stores: FxHashMap<Base, Obj>,
+        wild: FxHashMap<(WildKey, u64), Obj>,
+        widen: bool,
+    ) -> bool {
         let mut changed = false;
+        let mut wild: Vec<((WildKey, u64), Obj)> = wild.into_iter().collect();
+        wild.sort_by_key(|a| a.0);
+        for ((k, n), o) in wild {
+            let c = match self.wild.get_mut(&(writer, k, n)) {
+                Some(old) => old.join_with(&o, widen),
+                None => {
+                    self.wild.insert((writer, k, n), o);
+                    true
+                }
+            };
+            if c {
+                self.clock += 1;
+                self.wild_version.insert(writer, self.clock);
+                changed = true;
+            }
+        }
         let mut stores: Vec<(Base, Obj)> = stores.into_iter().collect();
         stores.sort_by_key(|a| a.0);
         for (b, o) in stores {
@@ -132,7 +232,17 @@ impl Shared {
         bases: impl IntoIterator<Item = &'b Base>,
         t: u64,
     ) -> bool {
-        bases.into_iter().any(|b| {
+        let mut bases = bases.into_iter().peekable();
+        // Stores through unresolved pointers reach every shared read.
+        if bases.peek().is_some()
+            && self
+                .wild_version
+                .iter()
+                .any(|(w, v)| *v > t && (*w != reader || !unique))
+        {
+            return true;
+        }
+        bases.any(|b| {
             let own_local = matches!(b, Base::Local { thread, .. } if *thread == reader);
             self.by_base.get(b).is_some_and(|ws| {
                 ws.iter().any(|(w, _)| {
@@ -172,6 +282,10 @@ pub struct Effects {
     pub creates: FxHashMap<CallSite, (State, Val)>,
     /// Heap bases that stood for several objects.
     pub summaries: FxHashSet<Base>,
+    /// Stores through unresolved pointers, by key of the stored lvalue's type and access size
+    /// in bytes: each an object whose bytes `[0, size)` hold the join of the values stored
+    /// (other threads' reads see them, [`Shared::read`]).
+    pub wild: FxHashMap<(WildKey, u64), Obj>,
     /// Shared bases the thread read (its results depend on their shared stores).
     pub reads: std::cell::RefCell<FxHashSet<Base>>,
     /// Stores of possible addresses ([`super::regions`]).
@@ -351,6 +465,20 @@ impl<'p> Interp<'_, 'p> {
         size: u64,
         via: Option<Site>,
     ) -> Val {
+        self.read_typed(s, b, off, size, via, None)
+    }
+
+    /// [`Interp::read_via`] of an lvalue of type `ty` (`None`: bytes), whose key
+    /// ([`WildKey`]) selects the stores through unresolved pointers the read sees.
+    pub fn read_typed(
+        &self,
+        s: &State,
+        b: &Base,
+        off: Interval,
+        size: u64,
+        via: Option<Site>,
+        ty: Option<crate::ir::TypeId>,
+    ) -> Val {
         let fresh = s.fresh_of(b);
         if let Some(f) = fresh
             && via == Some(f.site)
@@ -367,7 +495,12 @@ impl<'p> Interp<'_, 'p> {
         }
         if self.shared_base(b) {
             self.effects.reads.borrow_mut().insert(*b);
-            own.join(&self.shared.read(b, self.thread, self.unique, off, size))
+            let key = ty.and_then(|t| WildKey::of(self.types(), t));
+            own.join(
+                &self
+                    .shared
+                    .read(b, self.thread, self.unique, s.multi, off, size, key),
+            )
         } else {
             own
         }
@@ -692,7 +825,7 @@ impl<'p> Interp<'_, 'p> {
                 }
                 let mut v = Val::bottom();
                 for (b, off) in &a.targets {
-                    v = v.join(&self.read_via(s, b, *off, a.size, a.recent));
+                    v = v.join(&self.read_typed(s, b, *off, a.size, a.recent, Some(lv.ty)));
                 }
                 if v.is_bottom() {
                     // Memory nobody is known to have stored to: any value of the type.
@@ -902,9 +1035,17 @@ impl<'p> Interp<'_, 'p> {
         };
         self.cur = (stored, self.lval_region(s, func, lv));
         if a.unknown {
-            // The unresolved part of the store changes no tracked value, but it may store an
-            // address anywhere.
+            // The unresolved part of the store may store an address anywhere, and other
+            // threads may read the value from any object ([`Shared::read`]). In this thread's
+            // own state it changes no tracked value.
             self.record_ptr_store(None, &v, false);
+            if let Some(key) = WildKey::of(self.types(), lv.ty) {
+                self.effects
+                    .wild
+                    .entry((key, a.size))
+                    .or_insert_with(Obj::empty)
+                    .write(Interval::constant(0), a.size, &v, false);
+            }
         }
         for (b, off) in a.targets {
             self.store(s, b, off, a.size, &v, strong, a.recent);
@@ -1019,8 +1160,10 @@ impl<'p> Interp<'_, 'p> {
                     &sb,
                     self.thread,
                     self.unique,
+                    s.multi,
                     Interval::new(so as i128, (so + size) as i128),
                     1,
+                    None,
                 ));
             }
             self.store(
@@ -1171,7 +1314,7 @@ impl<'p> Interp<'_, 'p> {
         if own.summary {
             return;
         }
-        let cur = self.read_via(s, &b, off, a.size, a.recent);
+        let cur = self.read_typed(s, &b, off, a.size, a.recent, Some(lv.ty));
         let mut new = cur.clone();
         let y = other.as_int();
         let pointer = self.types().is_pointer(lv.ty);

@@ -486,6 +486,12 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
         self.changed = false;
         if let Some(g) = prev {
             self.unique = g.threads.iter().map(|t| (t.id, t.unique)).collect();
+            self.shared.interrupts = g
+                .threads
+                .iter()
+                .filter(|t| t.signal)
+                .map(|t| t.id)
+                .collect();
         }
     }
 
@@ -554,7 +560,12 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             return;
         }
         let widen = self.round >= WIDEN_ROUND;
-        self.changed |= self.shared.merge(thread, effects.stores, widen);
+        if !effects.wild.is_empty() {
+            tracing::debug!(thread = thread.0, wild = ?effects.wild.keys().collect::<Vec<_>>(), "stores through unresolved pointers");
+        }
+        self.changed |= self
+            .shared
+            .merge(thread, effects.stores, effects.wild, widen);
         for (site, (s, v)) in effects.creates {
             let e = self
                 .creates
