@@ -58,6 +58,10 @@ pub struct MhpFact {
     /// Those of `joined` the paths created before joining them (through a thread-id variable
     /// holding their id).
     created_joined: BitSet<ThreadId>,
+    /// Some path joined a thread whose id the analysis cannot resolve (`pthread_self()`, an id
+    /// read from shared memory or passed by unknown code): any thread, the main thread
+    /// included, may have ended before the point.
+    joined_unknown: bool,
     /// Constraints of the paths on free locals (function, local): values every path of the
     /// fact allows (an over-approximation, to drop impossible paths) and values for which the
     /// certain path is taken (a witness set, non-empty while the fact is certain). A free
@@ -82,6 +86,7 @@ impl MhpFact {
             ids: SmallVec::new(),
             joined: BitSet::new(),
             created_joined: BitSet::new(),
+            joined_unknown: false,
             cons: SmallVec::new(),
             flags: SmallVec::new(),
             ret: None,
@@ -1102,6 +1107,7 @@ impl Merge for MhpFact {
             m.ids.retain(|p| f.ids.contains(p));
             m.joined = m.joined.intersection(&f.joined);
             m.created_joined = m.created_joined.intersection(&f.created_joined);
+            m.joined_unknown |= f.joined_unknown;
             m.flags.retain(|x| f.flags.contains(x));
             if m.ret != f.ret {
                 m.ret = None;
@@ -1120,6 +1126,7 @@ impl Merge for MhpFact {
                     && self.may_active == o.may_active
                     && self.must_active == o.must_active
                     && self.joined == o.joined
+                    && self.joined_unknown == o.joined_unknown
             }
             _ => {
                 self.may_created.is_empty() == o.may_created.is_empty()
@@ -1146,6 +1153,7 @@ impl Merge for MhpFact {
                 && self.ids.iter().all(|p| o.ids.contains(p))
                 && self.joined.is_subset(&o.joined)
                 && self.created_joined.is_subset(&o.created_joined)
+                && (self.joined_unknown || !o.joined_unknown)
                 && self.flags.iter().all(|x| o.flags.contains(x))
                 && (self.ret.is_none() || self.ret == o.ret))
     }
@@ -1246,6 +1254,22 @@ impl ActiveThreads<'_> {
                             None => {
                                 f.must_active = BitSet::new();
                                 f.created_joined = BitSet::new();
+                                // An id that need not come from a create this thread made
+                                // (read from memory the analysis cannot name, or from a
+                                // global no create writes, e.g. `pthread_self()`'s result):
+                                // the join may stop the main thread or any other one.
+                                let foreign = match args
+                                    .get(thread_id)
+                                    .and_then(|a| self.keys.target_of_value(program, func, a))
+                                {
+                                    None => true,
+                                    Some((_, lv)) => matches!(
+                                        lv.host,
+                                        Host::Var(Var::Global(g))
+                                            if !self.keys.writers.contains_key(&g)
+                                    ),
+                                };
+                                f.joined_unknown |= foreign;
                             }
                         }
                     }
@@ -1472,6 +1496,8 @@ pub struct ActiveAt {
     pub may_joined: BitSet<ThreadId>,
     /// Threads created and then joined on some certain path (the union over certain facts).
     pub certainly_joined: BitSet<ThreadId>,
+    /// Some path joined a thread whose id is unresolved: any thread may have ended.
+    pub may_join_any: bool,
 }
 
 impl ActiveAt {
@@ -1489,6 +1515,7 @@ impl ActiveAt {
         };
         self.may_joined = self.may_joined.union(&o.may_joined);
         self.certainly_joined = self.certainly_joined.union(&o.certainly_joined);
+        self.may_join_any |= o.may_join_any;
     }
 }
 
@@ -1595,6 +1622,7 @@ impl MhpResult {
                 may_active: f.may_active.clone(),
                 joined: f.joined.clone(),
                 may_joined: f.joined.clone(),
+                may_join_any: f.joined_unknown,
                 ..ActiveAt::default()
             };
             if f.certain {
@@ -1790,13 +1818,14 @@ fn maybe_ended_before(
     chain: Option<&[ThreadId]>,
     other: ThreadId,
 ) -> bool {
-    at.may_joined.contains(&other)
+    at.may_join_any
+        || at.may_joined.contains(&other)
         || chain.is_some_and(|c| {
             c.iter().skip(1).any(|x| {
                 tf[x.0 as usize]
                     .creation
                     .as_ref()
-                    .is_none_or(|cr| cr.may_joined.contains(&other))
+                    .is_none_or(|cr| cr.may_join_any || cr.may_joined.contains(&other))
             })
         })
 }
