@@ -179,6 +179,9 @@ pub struct Run {
     pub threaded: bool,
     /// Whether it drew a nondeterministic value (else every value plan runs it alike).
     pub drew: bool,
+    /// The CFG nodes threads stood at after a step: (the thread's entry function, function,
+    /// node).
+    pub reached: FxHashSet<(FuncId, FuncId, crate::ir::NodeId)>,
 }
 
 /// Runs one execution of at most `budget` steps from the initial state `init`.
@@ -190,6 +193,7 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
         exit_step: None,
         threaded: false,
         drew: false,
+        reached: FxHashSet::default(),
     };
     let mut m = init.with_plan(nondet);
     let mut det = Detector::default();
@@ -220,6 +224,9 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
                     && let Some(a) = out.accesses.first()
                 {
                     run.exit_step = Some((run.schedule.len() - 1, t, *a));
+                }
+                if let Some((func, node)) = m.position(t) {
+                    run.reached.insert((m.threads[t].entry, func, node));
                 }
                 if let Some((func, node)) = m.position(t)
                     && coverage.insert((t as u32, func, node))
@@ -434,6 +441,45 @@ pub fn strategies() -> Vec<(NondetPlan, Sched)> {
     for n in plans {
         for s in scheds {
             out.push((n, s));
+        }
+    }
+    out
+}
+
+/// The CFG nodes some execution of the search's strategies ([`strategies`], at most
+/// `budget.run` steps each and `budget.total` in all) reaches, as (the reaching thread's entry
+/// function, function, node). For the soundness cross-check with the static analysis: each
+/// must be reachable there in a thread with that entry.
+pub fn reached(
+    p: &Program,
+    roles: &Roles,
+    budget: Budget,
+) -> FxHashSet<(FuncId, FuncId, crate::ir::NodeId)> {
+    let mut out = FxHashSet::default();
+    let Ok(init) = Machine::new(p, roles, NondetPlan::Const(0)) else {
+        return out;
+    };
+    let mut spent = 0u64;
+    let mut same_sched: FxHashSet<Sched> = FxHashSet::default();
+    let mut same_plan: Vec<NondetPlan> = Vec::new();
+    for (plan, sched) in strategies() {
+        if spent >= budget.total {
+            break;
+        }
+        if same_sched.contains(&sched) || same_plan.contains(&plan) {
+            continue;
+        }
+        let run = execute(&init, plan, sched, budget.run.min(budget.total - spent));
+        spent += run.steps;
+        if !run.drew {
+            same_sched.insert(sched);
+        }
+        if !run.threaded {
+            same_plan.push(plan);
+        }
+        out.extend(run.reached);
+        if !run.drew && !run.threaded {
+            break;
         }
     }
     out
