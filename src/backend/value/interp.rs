@@ -90,6 +90,34 @@ impl WildKey {
     }
 }
 
+/// The scalar types inside `ty` (itself when scalar; fields and array elements, nested at most
+/// 8 deep), each once.
+fn scalar_types(
+    types: &crate::ir::types::TypeTable,
+    ty: crate::ir::TypeId,
+    out: &mut Vec<crate::ir::TypeId>,
+    depth: u32,
+) {
+    use crate::ir::types::TypeKind;
+    if depth > 8 {
+        return;
+    }
+    match types.kind(ty) {
+        TypeKind::Array { elem, .. } => scalar_types(types, *elem, out, depth + 1),
+        TypeKind::Comp(c) => {
+            for f in &types.comp(*c).fields {
+                scalar_types(types, f.ty, out, depth + 1);
+            }
+        }
+        TypeKind::Void | TypeKind::Function(_) => {}
+        _ => {
+            if !out.contains(&ty) {
+                out.push(ty);
+            }
+        }
+    }
+}
+
 /// The shared invariant: per base, the objects each thread stored to it (joined over all its
 /// stores).
 #[derive(Clone, Debug, Default)]
@@ -1039,18 +1067,38 @@ impl<'p> Interp<'_, 'p> {
             // threads may read the value from any object ([`Shared::read`]). In this thread's
             // own state it changes no tracked value.
             self.record_ptr_store(None, &v, false);
-            if let Some(key) = WildKey::of(self.types(), lv.ty) {
-                self.effects
-                    .wild
-                    .entry((key, a.size))
-                    .or_insert_with(Obj::empty)
-                    .write(Interval::constant(0), a.size, &v, false);
-            }
+            self.record_wild(lv.ty, a.size, &v);
         }
         for (b, off) in a.targets {
             self.store(s, b, off, a.size, &v, strong, a.recent);
         }
         self.cur = (Stored::Other, None);
+    }
+
+    /// Records a store of `v` (`size` bytes, lvalue type `ty`) through an unresolved pointer
+    /// ([`Effects::wild`]); aggregates go scalar by scalar, each with any value of its type.
+    pub(super) fn record_wild(&mut self, ty: crate::ir::TypeId, size: u64, v: &Val) {
+        if let Some(key) = WildKey::of(self.types(), ty) {
+            self.effects
+                .wild
+                .entry((key, size))
+                .or_insert_with(Obj::empty)
+                .write(Interval::constant(0), size, v, false);
+            return;
+        }
+        let mut leaves = Vec::new();
+        scalar_types(self.types(), ty, &mut leaves, 0);
+        for t in leaves {
+            let n = self.types().size_of(t).unwrap_or(1);
+            let top = self.top_of(t);
+            if let Some(key) = WildKey::of(self.types(), t) {
+                self.effects
+                    .wild
+                    .entry((key, n))
+                    .or_insert_with(Obj::empty)
+                    .write(Interval::constant(0), n, &top, false);
+            }
+        }
     }
 
     /// Records a store of `v` into `target` (`None`: anywhere) when `v` may be an address;

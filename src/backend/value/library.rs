@@ -201,6 +201,11 @@ impl<'p> Interp<'_, 'p> {
         let via = self.fresh_site(s, func, p);
         let single = bytes == Bytes::Pointee || count == types.size_of(pointee);
         let exact = v.targets().len() == 1 && !v.unknown;
+        if v.unknown {
+            // Other threads may read what it writes from any object of the pointee type.
+            let size = types.size_of(pointee).unwrap_or(1);
+            self.record_wild(pointee, size, &self.top_of(pointee));
+        }
         // A value without pointers (a `fill`) holds for integers and pointers alike.
         let obj = single.then(|| {
             if carried.ptr.targets().is_empty() && !carried.ptr.unknown && !carried.int.is_bottom()
