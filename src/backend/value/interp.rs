@@ -143,7 +143,8 @@ impl Shared {
     /// or the base is its own local) may have stored at `off` (`size` bytes) of `b`.
     ///
     /// A read of an lvalue with key `key` ([`WildKey`]) also sees those threads' stores
-    /// through unresolved pointers with a key that reaches it and the same size: such a
+    /// through unresolved pointers with a key that reaches it and the same size, and the
+    /// reader's own (flow-insensitively: the store may come before the read): such a
     /// pointer may point to any object (seed 001 §5: a read of a shared location sees every
     /// value a thread that may run in parallel stores there). Stores of other classes change
     /// no object read with this one (the effective-type rule that
@@ -179,7 +180,7 @@ impl Shared {
             && !self.wild.is_empty()
         {
             for ((w, k, n), o) in &self.wild {
-                if *n == size && k.reaches(key) && seen(*w) {
+                if *n == size && k.reaches(key) && (seen(*w) || *w == reader) {
                     out = out.join(&o.read(Interval::constant(0), size));
                 }
             }
@@ -261,13 +262,8 @@ impl Shared {
         t: u64,
     ) -> bool {
         let mut bases = bases.into_iter().peekable();
-        // Stores through unresolved pointers reach every shared read.
-        if bases.peek().is_some()
-            && self
-                .wild_version
-                .iter()
-                .any(|(w, v)| *v > t && (*w != reader || !unique))
-        {
+        // Stores through unresolved pointers reach every shared read (the reader's own too).
+        if bases.peek().is_some() && self.wild_version.iter().any(|(_, v)| *v > t) {
             return true;
         }
         bases.any(|b| {
