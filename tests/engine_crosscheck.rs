@@ -1,11 +1,16 @@
 //! Soundness cross-check between the two engines (issue "Soundness and recall on real code",
-//! item 2): every CFG node the concrete interpreter reaches in any execution it tries
-//! (`racedar::concrete::reached`) is reachable in the static analysis, in a thread with the
-//! same entry function (the lockset analysis's reachability, which decides which accesses the
-//! race search considers). Functions with a role (assumptions, lock wrappers, library models)
-//! are analysed by their role, not their body, and are left out. A node the concrete run reaches but the analysis calls unreachable
-//! is code that silently dropped out of the analysis: the test fails naming the program, the
-//! function and the node.
+//! item 2), over what the concrete interpreter does in the executions it tries
+//! (`racedar::concrete::reached`):
+//! - every CFG node it reaches is reachable in the static analysis, in a thread with the same
+//!   entry function (the lockset analysis's reachability, which decides which accesses the
+//!   race search considers): a node reached concretely but unreachable statically is code that
+//!   silently dropped out of the analysis;
+//! - every statement that accesses an object two threads access (one writing) is an access the
+//!   race search considered, in a thread with the same entry.
+//!
+//! Functions with a role (assumptions, lock wrappers, library models) are analysed by their
+//! role, not their body, and are left out. A violation fails the test naming the program, the
+//! function and the node or line.
 //!
 //! Over every race fixture and the small corpus suites (svcomp, annotated, racerf, deadlock);
 //! the real-world suite is checked by the ignored test `crosscheck_realworld` (run it with
@@ -30,8 +35,10 @@ struct Task {
     configs: Vec<String>,
 }
 
-/// The nodes the concrete interpreter reaches that the analysis of `t` does not, as messages.
-fn violations(t: &Task) -> Vec<String> {
+/// The nodes the concrete interpreter reaches that the analysis of `t` does not, and the
+/// statements accessing shared objects concretely that the race search has no access for, as
+/// messages; with the numbers of nodes and statements checked.
+fn violations(t: &Task) -> (Vec<String>, usize, usize) {
     let opts = FrontendOptions {
         preprocess: PreprocessOptions {
             include_dirs: t.include_dirs.clone(),
@@ -40,7 +47,7 @@ fn violations(t: &Task) -> Vec<String> {
         data_model: t.data_model,
     };
     let Ok((mut program, _)) = frontend::load(std::slice::from_ref(&t.path), &opts) else {
-        return Vec::new(); // lowering is checked elsewhere
+        return (Vec::new(), 0, 0); // lowering is checked elsewhere
     };
     let mut model = racedar::model::Model::shipped();
     for f in &t.configs {
@@ -57,9 +64,34 @@ fn violations(t: &Task) -> Vec<String> {
     let mut roles = aopts.model.classify(&program);
     pipeline::prepare(&mut program, &mut roles, &aopts);
     let analysis = pipeline::analyse(&program, &roles, &aopts);
-    let reached = concrete::reached(&program, &roles, Budget::default());
+    let concrete::Reached { nodes, shared } =
+        concrete::reached(&program, &roles, Budget::default());
     let mut out = Vec::new();
-    let mut reached: Vec<_> = reached.into_iter().collect();
+    // Statements the race search considered, by the entry of their thread.
+    let considered: std::collections::HashSet<_> = analysis
+        .races
+        .accesses
+        .iter()
+        .map(|a| (analysis.graph.thread(a.thread).entry, a.func, a.edge))
+        .collect();
+    let mut shared: Vec<_> = shared.into_iter().collect();
+    shared.sort();
+    let counts = (nodes.len(), shared.len());
+    for (entry, func, edge) in shared {
+        if roles.get(func).is_some() || considered.contains(&(entry, func, edge)) {
+            continue;
+        }
+        let f = program.function(func);
+        out.push(format!(
+            "{}: the statement at line {} of {} accesses an object another thread accesses \
+             (concretely, in a thread of {}), but the race search has no access there",
+            t.path.display(),
+            f.edge_loc(edge).line,
+            f.name,
+            program.function(entry).name
+        ));
+    }
+    let mut reached: Vec<_> = nodes.into_iter().collect();
     reached.sort();
     for (entry, func, node) in reached {
         // A function with a role (an assumption, a lock wrapper, a library model) is analysed
@@ -100,13 +132,14 @@ fn violations(t: &Task) -> Vec<String> {
             ));
         }
     }
-    out
+    (out, counts.0, counts.1)
 }
 
 /// Checks `tasks` on two threads; panics with every violation.
 fn check(tasks: Vec<Task>) {
     let next = Mutex::new(0usize);
     let failures = Mutex::new(Vec::new());
+    let counts = Mutex::new((0usize, 0usize));
     std::thread::scope(|s| {
         for _ in 0..2 {
             s.spawn(|| {
@@ -117,13 +150,17 @@ fn check(tasks: Vec<Task>) {
                         *n - 1
                     };
                     let Some(t) = tasks.get(i) else { break };
-                    let v = violations(t);
+                    let (v, n, k) = violations(t);
                     failures.lock().expect("lock").extend(v);
+                    let mut c = counts.lock().expect("lock");
+                    c.0 += n;
+                    c.1 += k;
                 }
             });
         }
     });
     let mut failures = failures.into_inner().expect("lock");
+    let (n, k) = counts.into_inner().expect("lock");
     failures.sort();
     assert!(
         failures.is_empty(),
@@ -131,7 +168,12 @@ fn check(tasks: Vec<Task>) {
         failures.len(),
         failures.join("\n")
     );
-    eprintln!("checked {} programs", tasks.len());
+    eprintln!(
+        "checked {} programs: {} nodes reached, {} statements accessing shared objects",
+        tasks.len(),
+        n,
+        k
+    );
 }
 
 /// The `--config` files of a fixture's `ARGS:` line.

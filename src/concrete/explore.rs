@@ -182,6 +182,9 @@ pub struct Run {
     /// The CFG nodes threads stood at after a step: (the thread's entry function, function,
     /// node).
     pub reached: FxHashSet<(FuncId, FuncId, crate::ir::NodeId)>,
+    /// The statements that accessed an object two threads accessed, one of them writing:
+    /// (the thread's entry function, function, statement).
+    pub shared: FxHashSet<(FuncId, FuncId, EdgeId)>,
 }
 
 /// Runs one execution of at most `budget` steps from the initial state `init`.
@@ -194,7 +197,11 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
         threaded: false,
         drew: false,
         reached: FxHashSet::default(),
+        shared: FxHashSet::default(),
     };
+    // Per object: the threads that accessed it, whether one wrote, and the statements.
+    type Users = (FxHashSet<usize>, bool, FxHashSet<(FuncId, FuncId, EdgeId)>);
+    let mut users: FxHashMap<super::memory::ObjId, Users> = FxHashMap::default();
     let mut m = init.with_plan(nondet);
     let mut det = Detector::default();
     let mut sched = Scheduler::new(policy);
@@ -217,6 +224,14 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
             Ok((Outcome::Progress, out)) => {
                 blocked.iter_mut().for_each(|b| *b = false);
                 det.observe(t, run.schedule.len(), &out);
+                for a in &out.accesses {
+                    let u = users.entry(a.obj).or_default();
+                    u.0.insert(t);
+                    u.1 |= a.write && !a.atomic;
+                    if u.2.len() < 64 {
+                        u.2.insert((m.threads[t].entry, a.func, a.edge));
+                    }
+                }
                 run.schedule.push(t as u32);
                 sched.after(&out.events);
                 if m.exited
@@ -251,6 +266,11 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
         "concrete execution ended"
     );
     run.candidates = det.candidates;
+    for (ts, written, stmts) in users.into_values() {
+        if ts.len() > 1 && written {
+            run.shared.extend(stmts);
+        }
+    }
     run.threaded = m.threads.len() > 1;
     run.drew = m.threads.iter().any(|t| t.nondets > 0 || t.uninit > 0);
     run
@@ -446,16 +466,24 @@ pub fn strategies() -> Vec<(NondetPlan, Sched)> {
     out
 }
 
-/// The CFG nodes some execution of the search's strategies ([`strategies`], at most
-/// `budget.run` steps each and `budget.total` in all) reaches, as (the reaching thread's entry
-/// function, function, node). For the soundness cross-check with the static analysis: each
-/// must be reachable there in a thread with that entry.
-pub fn reached(
-    p: &Program,
-    roles: &Roles,
-    budget: Budget,
-) -> FxHashSet<(FuncId, FuncId, crate::ir::NodeId)> {
-    let mut out = FxHashSet::default();
+/// What the executions of [`reached`] did.
+#[derive(Default)]
+pub struct Reached {
+    /// (the thread's entry function, function, node) of every node a thread stood at.
+    pub nodes: FxHashSet<(FuncId, FuncId, crate::ir::NodeId)>,
+    /// (the thread's entry function, function, statement) of every access to an object two
+    /// threads accessed in one execution, one of them writing (at most 64 statements per
+    /// object).
+    pub shared: FxHashSet<(FuncId, FuncId, EdgeId)>,
+}
+
+/// What the executions of the search's strategies ([`strategies`], at most `budget.run` steps
+/// each and `budget.total` in all) reach: CFG nodes and statements accessing shared objects
+/// ([`Reached`]). For the soundness cross-check with the static analysis: each node must be
+/// reachable there, and each statement an access of the race search, in a thread with the
+/// same entry.
+pub fn reached(p: &Program, roles: &Roles, budget: Budget) -> Reached {
+    let mut out = Reached::default();
     let Ok(init) = Machine::new(p, roles, NondetPlan::Const(0)) else {
         return out;
     };
@@ -477,7 +505,8 @@ pub fn reached(
         if !run.threaded {
             same_plan.push(plan);
         }
-        out.extend(run.reached);
+        out.nodes.extend(run.reached);
+        out.shared.extend(run.shared);
         if !run.drew && !run.threaded {
             break;
         }

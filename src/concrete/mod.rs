@@ -23,7 +23,7 @@ pub mod sync;
 pub mod upgrade;
 pub mod value;
 
-pub use explore::{Budget, Goals, Stmt, reached, search};
+pub use explore::{Budget, Goals, Reached, Stmt, reached, search};
 
 use crate::ir::{EdgeId, FuncId};
 use memory::Origin;
