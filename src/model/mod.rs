@@ -487,8 +487,90 @@ impl Model {
                 roles[i] = Some(Role::Assume { cond });
             }
         }
+        // Defined functions that only forward their parameter to a lock or unlock function
+        // (`int my_lock(pthread_mutex_t *m) { return pthread_mutex_lock(m); }`) take the
+        // callee's role, with the argument mapped to their parameter (wrappers of wrappers
+        // too). Create and join wrappers keep their bodies: each call site gets its own copy
+        // (`crate::ir::specialise`), which names threads by the wrapper's callers.
+        for _ in 0..3 {
+            let mut changed = false;
+            for i in 0..program.functions.len() {
+                if roles[i].is_none()
+                    && let Some(r) = forwarding_wrapper(program, &roles, FuncId(i as u32))
+                {
+                    roles[i] = Some(r);
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         Roles { roles }
     }
+}
+
+/// The role of a defined function that only forwards its parameters to one call of a lock or
+/// unlock function and returns: no loop, no branch, no other call,
+/// assignments only to its own non-parameter locals, and every argument the callee's role
+/// names a parameter loaded whole (casts aside). The role is the callee's with those argument
+/// positions replaced by the parameters' positions.
+fn forwarding_wrapper(program: &Program, roles: &[Option<Role>], func: FuncId) -> Option<Role> {
+    use crate::ir::{Callee, ExprKind, Host, Op, Var};
+    let f = program.function(func);
+    let cfg = f.body.as_ref()?;
+    if f.params.is_empty() || cfg.nodes.iter().any(|n| n.loop_head) {
+        return None;
+    }
+    let mut found: Option<Role> = None;
+    for e in &cfg.edges {
+        match &e.op {
+            Op::Skip | Op::Return(_) => {}
+            Op::Assign { lhs, .. } => match lhs.host {
+                Host::Var(Var::Local(l)) if !f.params.contains(&l) => {}
+                _ => return None,
+            },
+            Op::Call {
+                callee: Callee::Direct(g),
+                args,
+                dest,
+            } => {
+                if found.is_some() {
+                    return None;
+                }
+                if let Some(d) = dest
+                    && !matches!(d.host, Host::Var(Var::Local(l)) if !f.params.contains(&l))
+                {
+                    return None;
+                }
+                let param = |i: usize| -> Option<usize> {
+                    let a = args.get(i)?;
+                    let ExprKind::Load(lv) = &crate::ir::visit::strip_casts(a).kind else {
+                        return None;
+                    };
+                    match lv.host {
+                        Host::Var(Var::Local(l)) if lv.proj.is_empty() => {
+                            f.params.iter().position(|p| *p == l)
+                        }
+                        _ => None,
+                    }
+                };
+                found = Some(match roles.get(g.0 as usize)?.as_ref()? {
+                    Role::Lock { lock, mode, kind } => Role::Lock {
+                        lock: param(*lock)?,
+                        mode: *mode,
+                        kind: *kind,
+                    },
+                    Role::Unlock { lock } => Role::Unlock {
+                        lock: param(*lock)?,
+                    },
+                    _ => return None,
+                });
+            }
+            _ => return None,
+        }
+    }
+    found
 }
 
 /// Whether calling `g` never returns: a role that ends the path, or a defined function whose
