@@ -234,13 +234,9 @@ fn corpus_tasks(keep: impl Fn(&str) -> bool) -> Option<Vec<Task>> {
             .into_iter()
             .filter(|f| keep(&f.suite))
             .map(|f| Task {
+                data_model: f.model(),
                 path: f.path,
                 include_dirs: f.include_dirs,
-                data_model: if f.data_model == "ILP32" {
-                    DataModel::Ilp32
-                } else {
-                    DataModel::Lp64
-                },
                 configs: Vec::new(),
             })
             .collect(),

@@ -217,11 +217,7 @@ fn variants_keep_verdicts_and_race_lines() {
                         *n - 1
                     };
                     let Some(f) = files.get(i) else { break };
-                    let dm = if f.data_model == "ILP32" {
-                        DataModel::Ilp32
-                    } else {
-                        DataModel::Lp64
-                    };
+                    let dm = f.model();
                     let Ok(src) = std::fs::read_to_string(&f.path) else {
                         continue;
                     };

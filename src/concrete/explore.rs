@@ -187,8 +187,15 @@ pub struct Run {
     pub shared: FxHashSet<(FuncId, FuncId, EdgeId)>,
 }
 
-/// Runs one execution of at most `budget` steps from the initial state `init`.
-pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u64) -> Run {
+/// Runs one execution of at most `budget` steps from the initial state `init`; `record`:
+/// fill [`Run::reached`] and [`Run::shared`] (for the cross-check, not the witness search).
+pub fn execute(
+    init: &Machine<'_>,
+    nondet: NondetPlan,
+    policy: Sched,
+    budget: u64,
+    record: bool,
+) -> Run {
     let mut run = Run {
         schedule: Vec::new(),
         candidates: Vec::new(),
@@ -224,12 +231,14 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
             Ok((Outcome::Progress, out)) => {
                 blocked.iter_mut().for_each(|b| *b = false);
                 det.observe(t, run.schedule.len(), &out);
-                for a in &out.accesses {
-                    let u = users.entry(a.obj).or_default();
-                    u.0.insert(t);
-                    u.1 |= a.write && !a.atomic;
-                    if u.2.len() < 64 {
-                        u.2.insert((m.threads[t].entry, a.func, a.edge));
+                if record {
+                    for a in &out.accesses {
+                        let u = users.entry(a.obj).or_default();
+                        u.0.insert(t);
+                        u.1 |= a.write && !a.atomic;
+                        if u.2.len() < 64 {
+                            u.2.insert((m.threads[t].entry, a.func, a.edge));
+                        }
                     }
                 }
                 run.schedule.push(t as u32);
@@ -240,10 +249,11 @@ pub fn execute(init: &Machine<'_>, nondet: NondetPlan, policy: Sched, budget: u6
                 {
                     run.exit_step = Some((run.schedule.len() - 1, t, *a));
                 }
-                if let Some((func, node)) = m.position(t) {
+                let pos = m.position(t);
+                if record && let Some((func, node)) = pos {
                     run.reached.insert((m.threads[t].entry, func, node));
                 }
-                if let Some((func, node)) = m.position(t)
+                if let Some((func, node)) = pos
                     && coverage.insert((t as u32, func, node))
                 {
                     since_new = 0;
@@ -487,6 +497,26 @@ pub fn reached(p: &Program, roles: &Roles, budget: Budget) -> Reached {
     let Ok(init) = Machine::new(p, roles, NondetPlan::Const(0)) else {
         return out;
     };
+    for_each_run(&init, budget, true, |_, _, run, _| {
+        out.nodes.extend(run.reached.iter().copied());
+        out.shared.extend(run.shared.iter().copied());
+        true
+    });
+    out
+}
+
+/// Runs the executions of [`strategies`] from `init` in order, each of at most `budget.run`
+/// steps, while `budget.total` steps are left, skipping those known to repeat an earlier one:
+/// a schedule whose run drew no value runs alike under every plan, a plan whose run created
+/// no thread runs alike under every schedule (and a run doing neither is the only one).
+/// `visit` sees each run with its plan and schedule and the steps spent so far, to which it
+/// adds its own; it returns false to stop. `record` as for [`execute`].
+fn for_each_run(
+    init: &Machine<'_>,
+    budget: Budget,
+    record: bool,
+    mut visit: impl FnMut(NondetPlan, Sched, &Run, &mut u64) -> bool,
+) {
     let mut spent = 0u64;
     let mut same_sched: FxHashSet<Sched> = FxHashSet::default();
     let mut same_plan: Vec<NondetPlan> = Vec::new();
@@ -497,7 +527,13 @@ pub fn reached(p: &Program, roles: &Roles, budget: Budget) -> Reached {
         if same_sched.contains(&sched) || same_plan.contains(&plan) {
             continue;
         }
-        let run = execute(&init, plan, sched, budget.run.min(budget.total - spent));
+        let run = execute(
+            init,
+            plan,
+            sched,
+            budget.run.min(budget.total - spent),
+            record,
+        );
         spent += run.steps;
         if !run.drew {
             same_sched.insert(sched);
@@ -505,13 +541,10 @@ pub fn reached(p: &Program, roles: &Roles, budget: Budget) -> Reached {
         if !run.threaded {
             same_plan.push(plan);
         }
-        out.nodes.extend(run.reached);
-        out.shared.extend(run.shared);
-        if !run.drew && !run.threaded {
+        if !visit(plan, sched, &run, &mut spent) || (!run.drew && !run.threaded) {
             break;
         }
     }
-    out
 }
 
 /// Searches for witnessed races: returns every witness found (at most one per pair of
@@ -521,7 +554,7 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
     let mut hit = vec![false; goals.stmts.len()];
     let mut witnessed: FxHashSet<(Stmt, Stmt)> = FxHashSet::default();
     let mut tried: FxHashMap<(Stmt, Stmt), u32> = FxHashMap::default();
-    let mut spent = 0u64;
+    let mut total = 0u64;
     let mut attempts = 0u32;
     let all_hit = |hit: &[bool]| !hit.is_empty() && hit.iter().all(|h| *h);
     let init = match Machine::new(p, roles, NondetPlan::Const(0)) {
@@ -531,27 +564,7 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
             return witnesses;
         }
     };
-    // Executions known to repeat an earlier one: a schedule whose run drew no value runs
-    // alike under every plan; a plan whose run created no thread runs alike under every
-    // schedule.
-    let mut same_sched: FxHashSet<Sched> = FxHashSet::default();
-    let mut same_plan: Vec<NondetPlan> = Vec::new();
-    for (plan, sched) in strategies() {
-        if spent >= budget.total || all_hit(&hit) {
-            break;
-        }
-        if same_sched.contains(&sched) || same_plan.contains(&plan) {
-            continue;
-        }
-        let run = execute(&init, plan, sched, budget.run.min(budget.total - spent));
-        spent += run.steps;
-        if !run.drew {
-            same_sched.insert(sched);
-        }
-        if !run.threaded {
-            same_plan.push(plan);
-        }
-        let last = !run.drew && !run.threaded;
+    for_each_run(&init, budget, false, |plan, sched, run, spent| {
         // Candidates of unconfirmed goals first, then the others.
         let pair = |c: &Candidate| -> (Stmt, Stmt) {
             let a = (c.first.func, c.first.edge);
@@ -578,7 +591,7 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
         let mut order: Vec<&Candidate> = run.candidates.iter().chain(exit.iter()).collect();
         order.sort_by_key(|c| (!wanted(c, &hit), c.first_step));
         for c in order {
-            if spent >= budget.total || attempts >= budget.attempts || all_hit(&hit) {
+            if *spent >= budget.total || attempts >= budget.attempts || all_hit(&hit) {
                 break;
             }
             let key = pair(c);
@@ -592,9 +605,9 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
             *n += 1;
             attempts += 1;
             let distance = (c.second_step - c.first_step) as u64;
-            let limit = (c.first_step as u64 + 4 * distance + 2000).min(budget.total - spent);
-            let (w, used) = confirm(&init, plan, &run, c, limit);
-            spent += used;
+            let limit = (c.first_step as u64 + 4 * distance + 2000).min(budget.total - *spent);
+            let (w, used) = confirm(&init, plan, run, c, limit);
+            *spent += used;
             let Some(mut w) = w else { continue };
             w.run = format!(
                 "schedule {}, nondeterministic values {}",
@@ -613,12 +626,11 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
             }
             witnesses.push(w);
         }
-        if last {
-            break; // every other execution would be the same
-        }
-    }
+        total = *spent;
+        !all_hit(&hit)
+    });
     tracing::info!(
-        steps = spent,
+        steps = total,
         attempts,
         witnesses = witnesses.len(),
         "concrete witness search"

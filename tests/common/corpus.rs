@@ -18,6 +18,17 @@ pub struct CorpusFile {
     pub data_model: String,
 }
 
+impl CorpusFile {
+    /// The task's data model.
+    pub fn model(&self) -> racedar::ir::DataModel {
+        if self.data_model == "ILP32" {
+            racedar::ir::DataModel::Ilp32
+        } else {
+            racedar::ir::DataModel::Lp64
+        }
+    }
+}
+
 /// The corpus root beside the checkout.
 pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus")

@@ -83,11 +83,6 @@ impl WildKey {
             None => WildKey::Scalar(TypeClass::of(types, ty)),
         })
     }
-
-    /// Whether a store with key `self` may change what a read with key `other` reads.
-    fn reaches(self, other: WildKey) -> bool {
-        self == other
-    }
 }
 
 /// The scalar types inside `ty` (itself when scalar; fields and array elements, nested at most
@@ -143,7 +138,7 @@ impl Shared {
     /// or the base is its own local) may have stored at `off` (`size` bytes) of `b`.
     ///
     /// A read of an lvalue with key `key` ([`WildKey`]) also sees those threads' stores
-    /// through unresolved pointers with a key that reaches it and the same size, and the
+    /// through unresolved pointers with the same key and size, and the
     /// reader's own (flow-insensitively: the store may come before the read): such a
     /// pointer may point to any object (seed 001 §5: a read of a shared location sees every
     /// value a thread that may run in parallel stores there). Stores of other classes change
@@ -180,7 +175,7 @@ impl Shared {
             && !self.wild.is_empty()
         {
             for ((w, k, n), o) in &self.wild {
-                if *n == size && k.reaches(key) && (seen(*w) || *w == reader) {
+                if *n == size && *k == key && (seen(*w) || *w == reader) {
                     out = out.join(&o.read(Interval::constant(0), size));
                 }
             }
@@ -1074,26 +1069,30 @@ impl<'p> Interp<'_, 'p> {
     /// Records a store of `v` (`size` bytes, lvalue type `ty`) through an unresolved pointer
     /// ([`Effects::wild`]); aggregates go scalar by scalar, each with any value of its type.
     pub(super) fn record_wild(&mut self, ty: crate::ir::TypeId, size: u64, v: &Val) {
-        if let Some(key) = WildKey::of(self.types(), ty) {
+        let types = self.types();
+        let stores: Vec<(WildKey, u64, Val)> = match WildKey::of(types, ty) {
+            Some(key) => vec![(key, size, v.clone())],
+            None => {
+                let mut leaves = Vec::new();
+                scalar_types(types, ty, &mut leaves, 0);
+                leaves
+                    .into_iter()
+                    .filter_map(|t| {
+                        Some((
+                            WildKey::of(types, t)?,
+                            types.size_of(t).unwrap_or(1),
+                            self.top_of(t),
+                        ))
+                    })
+                    .collect()
+            }
+        };
+        for (key, n, v) in stores {
             self.effects
                 .wild
-                .entry((key, size))
+                .entry((key, n))
                 .or_insert_with(Obj::empty)
-                .write(Interval::constant(0), size, v, false);
-            return;
-        }
-        let mut leaves = Vec::new();
-        scalar_types(self.types(), ty, &mut leaves, 0);
-        for t in leaves {
-            let n = self.types().size_of(t).unwrap_or(1);
-            let top = self.top_of(t);
-            if let Some(key) = WildKey::of(self.types(), t) {
-                self.effects
-                    .wild
-                    .entry((key, n))
-                    .or_insert_with(Obj::empty)
-                    .write(Interval::constant(0), n, &top, false);
-            }
+                .write(Interval::constant(0), n, &v, false);
         }
     }
 
