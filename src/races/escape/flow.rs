@@ -18,6 +18,7 @@
 //! parameter's objects escape (a fixpoint over the call graph). The callee stores into its
 //! parameters' objects conservatively: what it stores there escapes.
 
+use crate::backend::syntactic::Syntactic;
 use crate::ir::types::TypeKind;
 use crate::ir::visit::{strip_casts, walk_cfg_addr_taken};
 use crate::ir::{
@@ -321,7 +322,11 @@ fn carried(
                         TypeKind::Pointer(_) | TypeKind::Array { .. }
                     )
                 };
-                // `p + i`, `p - i`: the pointer operand's object (`p - q` is an integer).
+                // `p - q` is a distance within one object (C11 §6.5.6p9): no address.
+                if !is_ptr(e) && is_ptr(a) && is_ptr(b) {
+                    return;
+                }
+                // `p + i`, `p - i`: the pointer operand's object.
                 let pointer_arith = is_ptr(e) && (is_ptr(a) != is_ptr(b));
                 if !pointer_arith || is_ptr(a) {
                     carried(program, fl, a, track, out);
@@ -481,7 +486,7 @@ fn fresh_result(r: &Role) -> bool {
 }
 
 /// Builds one function's flow facts.
-fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
+fn function_flow(program: &Program, roles: &Roles, syn: &Syntactic, func: FuncId) -> FnFlow {
     let mut fl = FnFlow::default();
     let f = program.function(func);
     let Some(cfg) = &f.body else { return fl };
@@ -518,6 +523,7 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
                 let call = Call {
                     program,
                     roles,
+                    syn,
                     track: &track,
                     edge: EdgeId(ei as u32),
                     op: &e.op,
@@ -537,6 +543,8 @@ fn function_flow(program: &Program, roles: &Roles, func: FuncId) -> FnFlow {
 struct Call<'a> {
     program: &'a Program,
     roles: &'a Roles,
+    /// The fallback targets of indirect calls.
+    syn: &'a Syntactic<'a>,
     track: &'a FxHashSet<LocalId>,
     edge: EdgeId,
     op: &'a Op,
@@ -595,23 +603,29 @@ impl Call<'_> {
                 fl.distrust(p);
             }
         }
+        // A call through a pointer passes into every function it may call: the address-taken
+        // functions of a compatible type (the targets the race search assumes too), when all
+        // of them are defined and modelled by their bodies.
+        let targets: Vec<FuncId> = match callee {
+            Callee::Direct(g) => vec![*g],
+            Callee::Indirect(e) => {
+                let ts = self.syn.compatible_functions(e);
+                let followed = !ts.is_empty()
+                    && ts.iter().all(|t| {
+                        program.function(*t).body.is_some() && self.roles.get(*t).is_none()
+                    });
+                if followed { ts } else { Vec::new() }
+            }
+        };
         match (callee, library) {
-            (Callee::Indirect(_), _) | (_, Some(None)) => self.escape(fl, args),
-            (Callee::Direct(g), None) => {
-                // Into the callee's parameters.
-                for (k, a) in args.iter().enumerate() {
-                    // A variadic argument: the callee's `va_arg` reads it.
-                    let into = if k < program.function(*g).params.len() {
-                        k
-                    } else {
-                        VARIADIC
-                    };
-                    for i in self.classes(fl, a) {
-                        fl.passes.push((i, *g, into));
-                    }
+            (Callee::Indirect(_), _) if targets.is_empty() => self.escape(fl, args),
+            (_, Some(None)) => self.escape(fl, args),
+            (_, None) => {
+                for g in &targets {
+                    self.pass(fl, *g);
                 }
             }
-            (Callee::Direct(_), Some(Some(r))) => {
+            (_, Some(Some(r))) => {
                 let keep = kept(r, args.len());
                 for (k, a) in args.iter().enumerate() {
                     if keep.contains(&k) {
@@ -627,6 +641,21 @@ impl Call<'_> {
                     let site = fl.node(Node::Site(self.edge));
                     store(fl, &[site], t);
                 }
+            }
+        }
+    }
+
+    /// Passes the arguments into the parameters of the defined function `g` (a variadic
+    /// argument into what the callee's `va_arg` reads).
+    fn pass(&self, fl: &mut FnFlow, g: FuncId) {
+        for (k, a) in self.args.iter().enumerate() {
+            let into = if k < self.program.function(g).params.len() {
+                k
+            } else {
+                VARIADIC
+            };
+            for i in self.classes(fl, a) {
+                fl.passes.push((i, g, into));
             }
         }
     }
@@ -698,8 +727,9 @@ impl Call<'_> {
 /// Computes the flow facts of the whole program.
 pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
     let n = program.functions.len();
+    let syn = Syntactic::new(program, roles);
     let mut flows: Vec<FnFlow> = (0..n)
-        .map(|i| function_flow(program, roles, FuncId(i as u32)))
+        .map(|i| function_flow(program, roles, &syn, FuncId(i as u32)))
         .collect();
     // Parameters (and their objects' contents) that escape, to a fixpoint.
     loop {
@@ -761,6 +791,11 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
             match k {
                 Node::Addr(l) => {
                     if fl.escaped(k) {
+                        tracing::trace!(
+                            func = %program.function(func).name,
+                            local = %program.function(func).local(l).name,
+                            "local escapes"
+                        );
                         out.escaped_locals.insert((func, l));
                     }
                 }
