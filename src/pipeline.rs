@@ -5,6 +5,7 @@
 use crate::backend::Backend;
 use crate::backend::syntactic::Syntactic;
 use crate::backend::value::ValueBackend;
+use crate::context::ThreadContexts;
 use crate::deadlocks::DeadlockResult;
 use crate::ir::{Callee, FuncId, Linkage, Loc, Op, Program};
 use crate::lockset::{Inherited, LocksetResult};
@@ -624,6 +625,18 @@ fn features<'p, B: Backend<'p>>(
                 let Op::Call { callee, .. } = &e.op else {
                     continue;
                 };
+                if let Some(g) = dropped_callee(program, locksets, tc, c, ei) {
+                    out.push(Imprecision {
+                        reason: format!(
+                            "'{}' is called here but its body was never analysed in thread {}",
+                            program.function(g).name,
+                            graph.thread(tc.thread).name(program)
+                        ),
+                        loc: Some(e.loc),
+                        blocks_race: false,
+                        blocks_no_race: true,
+                    });
+                }
                 match callee {
                     Callee::Direct(f) => {
                         let ctx = tc.context(c, crate::ir::EdgeId(ei as u32));
@@ -721,6 +734,30 @@ fn features<'p, B: Backend<'p>>(
     }
     // Keep one entry per reason and place (sorted later).
     out
+}
+
+/// A defined function a reached call statement surely calls (a direct call, or the single
+/// target of a `pthread_once`) whose entry the thread's analysis never reached: code that
+/// silently dropped out of the analysis (issue "Soundness and recall on real code", item 3).
+/// Candidates of a function pointer are left out: the state at the call may exclude some.
+fn dropped_callee(
+    program: &Program,
+    locksets: &LocksetResult,
+    tc: &ThreadContexts,
+    c: crate::context::FnCtxId,
+    edge: usize,
+) -> Option<FuncId> {
+    tc.callees(c, crate::ir::EdgeId(edge as u32))
+        .iter()
+        .filter(|t| t.exact)
+        .find(|t| {
+            program
+                .function(t.func)
+                .body
+                .as_ref()
+                .is_some_and(|cfg| !locksets.reachable(tc.thread, t.ctx, cfg.entry))
+        })
+        .map(|t| t.func)
 }
 
 /// Why the callbacks a call hands to a library function may hide a race: an unknown function

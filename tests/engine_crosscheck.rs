@@ -6,7 +6,9 @@
 //!   race search considers): a node reached concretely but unreachable statically is code that
 //!   silently dropped out of the analysis;
 //! - every statement that accesses an object two threads access (one writing) is an access the
-//!   race search considered, in a thread with the same entry.
+//!   race search considered, in a thread with the same entry;
+//! - no call the analysis reaches leaves its (surely called, defined) callee unanalysed (the
+//!   pipeline's "never analysed" imprecision).
 //!
 //! Functions with a role (assumptions, lock wrappers, library models) are analysed by their
 //! role, not their body, and are left out. A violation fails the test naming the program, the
@@ -67,6 +69,18 @@ fn violations(t: &Task) -> (Vec<String>, usize, usize) {
     let concrete::Reached { nodes, shared } =
         concrete::reached(&program, &roles, Budget::default());
     let mut out = Vec::new();
+    // Calls the analysis reached whose callee it never entered (item 3: no code may silently
+    // drop out of the analysis).
+    for i in &analysis.imprecision {
+        if i.reason.contains("never analysed") {
+            out.push(format!(
+                "{}: line {}: {}",
+                t.path.display(),
+                i.loc.map_or(0, |l| l.line),
+                i.reason
+            ));
+        }
+    }
     // Statements the race search considered, by the entry of their thread.
     let considered: std::collections::HashSet<_> = analysis
         .races
