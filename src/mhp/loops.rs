@@ -29,6 +29,9 @@ pub(crate) enum Bound {
     Const(i128),
     /// A local the loop does not change.
     Local(LocalId),
+    /// A global no statement of the program writes ([`never_written`]): its initial value
+    /// throughout.
+    Global(crate::ir::GlobalId),
 }
 
 /// A counted loop: `while (counter OP bound) { ...; counter += step; ... }` where the body
@@ -97,18 +100,28 @@ pub(crate) fn counted_loops(
             continue;
         };
         let (counter, bound, op) = match (local_of(a), local_of(b)) {
-            (Some(i), _) if b.as_int().is_some() || local_of(b).is_some() => (i, b, *op),
+            (Some(i), _)
+                if b.as_int().is_some() || local_of(b).is_some() || global_of(b).is_some() =>
+            {
+                (i, b, *op)
+            }
             (None, Some(i)) if a.as_int().is_some() => (i, a, op.mirrored()),
             _ => continue,
         };
         let bound = match (strip_casts(bound).as_int(), local_of(bound)) {
             (Some(k), _) => Bound::Const(k),
             (None, Some(l)) => Bound::Local(l),
-            _ => continue,
+            _ => match global_of(bound) {
+                Some(g) if never_written(program, g) => match initial_int(program, g) {
+                    Some(k) => Bound::Const(k),
+                    None => Bound::Global(g),
+                },
+                _ => continue,
+            },
         };
         let bound_local = match bound {
             Bound::Local(l) => Some(l),
-            Bound::Const(_) => None,
+            Bound::Const(_) | Bound::Global(_) => None,
         };
         let op = if stay_branch {
             op
@@ -205,6 +218,80 @@ pub(crate) fn counted_loops(
         }
     }
     out
+}
+
+/// The global a (cast) load of a whole global variable reads.
+fn global_of(e: &Expr) -> Option<crate::ir::GlobalId> {
+    match &strip_casts(e).kind {
+        ExprKind::Load(lv) if lv.proj.is_empty() => match lv.host {
+            Host::Var(Var::Global(g)) => Some(g),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The initial value of the integer global `g`, when its initialiser is one integer constant
+/// (zero when it has none).
+fn initial_int(program: &Program, g: crate::ir::GlobalId) -> Option<i128> {
+    let global = &program.globals[g.0 as usize];
+    if !program.types.is_integer(global.ty) {
+        return None;
+    }
+    match global.init.as_slice() {
+        [] => Some(0),
+        [item] if item.proj.is_empty() => match &item.value {
+            crate::ir::InitValue::Expr(e) => strip_casts(e).as_int(),
+            crate::ir::InitValue::Str(_) => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether no statement of the program can change the global `g`: it is defined here (not
+/// `extern`), not `volatile`, no statement assigns it (whole or in part) or receives a call's
+/// result in it, its address is never taken (in code or in an initialiser) and the program has
+/// no inline assembly. It then holds its initial value in every thread at every point.
+pub(crate) fn never_written(program: &Program, g: crate::ir::GlobalId) -> bool {
+    use crate::ir::visit::walk_expr;
+    let global = &program.globals[g.0 as usize];
+    if global.storage == crate::ir::Storage::Extern
+        || program
+            .types
+            .quals(global.ty)
+            .contains(crate::ir::types::Quals::VOLATILE)
+    {
+        return false;
+    }
+    let names_g = |lv: &Lval| matches!(lv.host, Host::Var(Var::Global(h)) if h == g);
+    let mut taken = false;
+    let mut note = |x: &Expr| {
+        if let ExprKind::AddrOf(lv) = &x.kind
+            && names_g(lv)
+        {
+            taken = true;
+        }
+    };
+    for other in &program.globals {
+        for item in &other.init {
+            if let crate::ir::InitValue::Expr(e) = &item.value {
+                walk_expr(e, &mut note);
+            }
+        }
+    }
+    for f in &program.functions {
+        let Some(cfg) = &f.body else { continue };
+        for e in &cfg.edges {
+            match &e.op {
+                Op::Assign { lhs, .. } if names_g(lhs) => return false,
+                Op::Call { dest: Some(d), .. } if names_g(d) => return false,
+                Op::Asm { .. } => return false,
+                _ => {}
+            }
+            op_exprs(&e.op, &mut note);
+        }
+    }
+    !taken
 }
 
 /// A join loop with the create loops it undoes: when control leaves the loop through `exit`,
@@ -739,7 +826,7 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         // new value of the array or bound, or another create without the join loop's exit.
         let bound_sets: Vec<EdgeId> = match j_loop.bound {
             Bound::Local(b) => sets.get(&b).cloned().unwrap_or_default(),
-            Bound::Const(_) => Vec::new(),
+            Bound::Const(_) | Bound::Global(_) => Vec::new(),
         };
         let array_sets = sets.get(&array).cloned().unwrap_or_default();
         let escapes = |from: NodeId, with_creates: bool| {
