@@ -1073,7 +1073,7 @@ impl<'p> Machine<'p> {
                 Outcome::Progress
             }
             Op::Asm { .. } => return Err(Stop::new("inline assembly")),
-            Op::Call { callee, args, .. } => {
+            Op::Call { callee, args, dest } => {
                 let f = match callee {
                     Callee::Direct(f) => *f,
                     Callee::Indirect(x) => {
@@ -1105,7 +1105,15 @@ impl<'p> Machine<'p> {
                     if let Some(fr) = self.threads[tid].frames.last_mut() {
                         fr.call = Some(eid);
                     }
-                    match self.call_external(tid, f, args, &vals, &mut acc, &mut out)? {
+                    match self.call_external(
+                        tid,
+                        f,
+                        args,
+                        &vals,
+                        dest.is_some(),
+                        &mut acc,
+                        &mut out,
+                    )? {
                         Ext::Block => {
                             if let Some(fr) = self.threads[tid].frames.last_mut() {
                                 fr.call = None;

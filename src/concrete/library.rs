@@ -181,13 +181,15 @@ impl Machine<'_> {
     }
 
     /// Calls function `f`, which has no body, in thread `tid` with arguments `args` (values
-    /// `vals`); the call statement is `acc`'s.
+    /// `vals`); the call statement is `acc`'s; `result_used`: the statement stores the result.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn call_external(
         &mut self,
         tid: usize,
         f: FuncId,
         args: &[Expr],
         vals: &[(Val, TypeId)],
+        result_used: bool,
         acc: &mut Acc,
         out: &mut StepOut,
     ) -> Result<Ext, Stop> {
@@ -480,7 +482,7 @@ impl Machine<'_> {
             }
             Some(Role::NonlocalJump { .. }) => Err(Stop::new("setjmp/longjmp")),
             Some(Role::Atomic { .. }) => self.atomic_builtin(f, name, args, vals, acc, out),
-            _ => self.libc(tid, f, name, args, vals, acc),
+            _ => self.libc(tid, f, name, args, vals, result_used, acc),
         }
     }
 
@@ -672,6 +674,7 @@ impl Machine<'_> {
     }
 
     /// The C library functions the model knows by name.
+    #[allow(clippy::too_many_arguments)]
     fn libc(
         &mut self,
         tid: usize,
@@ -679,6 +682,7 @@ impl Machine<'_> {
         name: &str,
         args: &[Expr],
         vals: &[(Val, TypeId)],
+        result_used: bool,
         acc: &mut Acc,
     ) -> Result<Ext, Stop> {
         let name = name
@@ -1126,11 +1130,38 @@ impl Machine<'_> {
                 sp.push((k, v));
                 ok(self)
             }
+            // A function whose specification says it changes nothing the program can see
+            // (no write through its arguments, nothing kept, freed, called back or started)
+            // and whose result is not used cannot steer the execution: it goes on, as in an
+            // environment where the call returns (issue "Soundness and recall on real code",
+            // item 5).
+            _ if !result_used && self.effect_free(f, args.len()) => Ok(Ext::Return(None)),
             _ => {
                 tracing::debug!(function = name, "unknown function");
                 Err(Stop::new("call of an unknown function"))
             }
         }
+    }
+
+    /// Whether `f`'s library specification (called with `n` arguments) says the call writes
+    /// no memory of the program through its arguments, keeps, frees and stores no pointer,
+    /// runs no callback, starts nothing (threads, processes) and returns: what the program
+    /// can observe of it is its result alone. Functions without a specification are not.
+    fn effect_free(&self, f: FuncId, n: usize) -> bool {
+        let Some(Role::Library(spec)) = self.roles.get(f) else {
+            return false;
+        };
+        spec.read_written(n).1.is_empty()
+            && spec.keeps.is_empty()
+            && spec.frees.is_empty()
+            && spec.stores().next().is_none()
+            && spec.copies().next().is_none()
+            && spec.callbacks.is_empty()
+            && spec.drives.is_empty()
+            && spec.spawns.is_empty()
+            && spec.format.is_none()
+            && !spec.noreturn
+            && !spec.fork
     }
 
     /// Records the reads `printf`-style functions make: the format string and every string a
