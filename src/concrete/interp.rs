@@ -242,7 +242,7 @@ pub struct Machine<'p> {
     pub(super) roles: &'p Roles,
     /// Memory.
     pub mem: Memory,
-    globals: Vec<u64>,
+    pub(super) globals: Vec<u64>,
     strings: Vec<u64>,
     /// Threads; index 0 runs `main`.
     pub threads: Vec<Thread>,
@@ -311,6 +311,25 @@ impl<'p> Machine<'p> {
                         Repr::Ptr { bits: 64 },
                         size.unwrap_or(0),
                     )?;
+                    m.mem.write_at(id, 0, &bytes)?;
+                } else if let Some(&(_, v, n)) = super::library::LIBRARY_VARIABLES
+                    .iter()
+                    .find(|(name, _, _)| *name == g.name)
+                    .filter(|(_, _, n)| {
+                        let n = if *n == 0 {
+                            p.types.data_model.pointer_size()
+                        } else {
+                            *n
+                        };
+                        size == Some(n)
+                    })
+                {
+                    let n = if n == 0 {
+                        p.types.data_model.pointer_size()
+                    } else {
+                        n
+                    };
+                    let bytes = value::encode(&Val::Int(v as u128), Repr::Ptr { bits: 64 }, n)?;
                     m.mem.write_at(id, 0, &bytes)?;
                 } else {
                     m.mem.set_flags(id, false, true);

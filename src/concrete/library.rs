@@ -3,7 +3,14 @@
 //! of the C library (allocation, `mem*`/`str*`, output) whose effect is known exactly.
 //!
 //! Functions are recognised by their concurrency-model role ([`crate::model::Role`]) first,
-//! then by name. A function that is neither stops the execution: its effect is unknown.
+//! then by name. A function that is neither stops the execution: its effect is unknown, unless
+//! its library specification says it changes nothing the program sees and its result is not
+//! used.
+//!
+//! The environment of an execution is one a real run may have: no arguments (`argc` 1), no
+//! environment variables (`getenv` returns null, `getopt` -1), no signal delivered (installing
+//! handlers and masks changes nothing), the C library's `getopt` variables at their initial
+//! values ([`LIBRARY_VARIABLES`]), a clock that stands still ([`CLOCK_START`]).
 //! Accesses are recorded as the static analysis counts them (`crate::backend::accesses`):
 //! synchronisation calls access nothing but their argument expressions, library functions
 //! read and write the bytes they touch, atomic builtins access their object atomically.
@@ -22,6 +29,23 @@ use crate::model::{LockKind, LockMode, Role};
 
 /// `PTHREAD_BARRIER_SERIAL_THREAD` (glibc).
 const BARRIER_SERIAL: i128 = -1;
+
+/// The time every clock reading of a concrete execution gives (seconds since the Epoch).
+const CLOCK_START: i128 = 1_700_000_000;
+
+/// Bytes of glibc's `sigset_t` (1024 signal bits).
+const SIGSET_BYTES: u64 = 128;
+
+/// Variables of the C library a program may read and write, with their values at program
+/// start (POSIX getopt: `optind` 1, `opterr` non-zero, `optopt` and `optarg` unset); other
+/// library objects stay opaque (an access stops the execution). (name, value, size in bytes;
+/// 0: pointer-sized)
+pub(super) const LIBRARY_VARIABLES: [(&str, i128, u64); 4] = [
+    ("optind", 1, 4),
+    ("opterr", 1, 4),
+    ("optopt", 63, 4),
+    ("optarg", 0, 0),
+];
 
 const SIGNED128: Repr = Repr::Int {
     bits: 128,
@@ -696,6 +720,89 @@ impl Machine<'_> {
             .unwrap_or(name);
         let ok = |m: &Machine<'_>| m.ret(f, 0).map(Ext::Return);
         match name {
+            // The environment of a concrete execution (module docs): no variables set.
+            "getenv" | "secure_getenv" => Ok(Ext::Return(self.ret(f, 0)?)),
+            // No arguments: when `argv[optind]` is a null pointer getopt returns -1 and changes
+            // nothing (POSIX getopt; GNU getopt_long alike).
+            "getopt" | "getopt_long" | "getopt_long_only" => {
+                let argv = self.ptr_arg(vals, 1)?;
+                let optind = self.extern_int("optind").unwrap_or(1);
+                let psize = self.p.types.data_model.pointer_size();
+                let at = u64::try_from(optind)
+                    .ok()
+                    .and_then(|i| i.checked_mul(psize))
+                    .and_then(|o| argv.checked_add(o))
+                    .ok_or_else(|| Stop::new("getopt with an invalid optind"))?;
+                let slot = self.read_mem(at, psize, acc, false)?;
+                if slot.iter().all(|b| *b == 0) {
+                    Ok(Ext::Return(self.ret(f, -1)?))
+                } else {
+                    Err(Stop::new("getopt with arguments"))
+                }
+            }
+            // Signal sets (glibc: a bit per signal, `signo - 1`; sigfillset leaves out the two
+            // signals glibc keeps for itself, 32 and 33).
+            "sigemptyset" | "sigfillset" => {
+                let set = self.ptr_arg(vals, 0)?;
+                let n = self.pointee_size(args.first(), SIGSET_BYTES);
+                let mut bytes = vec![if name == "sigfillset" { 0xff } else { 0 }; n as usize];
+                if name == "sigfillset" {
+                    for sig in [32u64, 33] {
+                        if let Some(b) = bytes.get_mut(((sig - 1) / 8) as usize) {
+                            *b &= !(1 << ((sig - 1) % 8));
+                        }
+                    }
+                }
+                self.write_mem(set, &bytes, acc, true, false)?;
+                ok(self)
+            }
+            "sigaddset" | "sigdelset" => {
+                let set = self.ptr_arg(vals, 0)?;
+                let sig = self.int_arg(vals, 1)?;
+                let n = self.pointee_size(args.first(), SIGSET_BYTES);
+                if sig < 1 || (sig - 1) as u64 >= n * 8 {
+                    return Ok(Ext::Return(self.ret(f, -1)?));
+                }
+                let at = set + (sig as u64 - 1) / 8;
+                let mut b = self.read_mem(at, 1, acc, true)?;
+                let bit = 1u8 << ((sig as u64 - 1) % 8);
+                if name == "sigaddset" {
+                    b[0] |= bit;
+                } else {
+                    b[0] &= !bit;
+                }
+                self.write_mem(at, &b, acc, true, false)?;
+                ok(self)
+            }
+            // The environment delivers no signal: installing a handler or a mask changes
+            // nothing the execution sees; the previous action and mask were the defaults
+            // (`SIG_DFL`, empty), written where the caller asks for them.
+            "sigaction" | "sigprocmask" | "pthread_sigmask" => {
+                let old = self.ptr_arg(vals, 2)?;
+                if old != 0 {
+                    let n = self.pointee_size(args.get(2), 0);
+                    if n == 0 {
+                        return Err(Stop::new("previous signal action of unknown size"));
+                    }
+                    self.write_mem(old, &vec![0; n as usize], acc, true, false)?;
+                }
+                ok(self)
+            }
+            "signal" | "sysv_signal" | "bsd_signal" => ok(self),
+            // The clock stands still at [`CLOCK_START`] (successive readings may be equal, as
+            // with a coarse clock).
+            "clock_gettime" | "gettimeofday" => {
+                let k = if name == "clock_gettime" { 1 } else { 0 };
+                let out = self.ptr_arg(vals, k)?;
+                let half = self.pointee_size(args.get(k), 0) / 2;
+                if out == 0 || half == 0 {
+                    return Err(Stop::new("clock reading of unknown layout"));
+                }
+                let mut bytes = value::encode(&Val::Int(CLOCK_START as u128), SIGNED128, half)?;
+                bytes.extend(std::iter::repeat_n(0, half as usize));
+                self.write_mem(out, &bytes, acc, true, false)?;
+                ok(self)
+            }
             "malloc" | "valloc" | "pvalloc" | "alloca" => {
                 let n = self.int_arg(vals, 0)? as u64;
                 let a = self.heap_alloc(n, acc)?;
@@ -981,7 +1088,7 @@ impl Machine<'_> {
                 ok(self)
             }
             "time" => {
-                let t = 1_700_000_000i128;
+                let t = CLOCK_START;
                 let p = self.ptr_arg(vals, 0)?;
                 if p != 0 {
                     let size = self.p.types.size_of(self.p.types.common.long).unwrap_or(8);
@@ -1141,6 +1248,25 @@ impl Machine<'_> {
                 Err(Stop::new("call of an unknown function"))
             }
         }
+    }
+
+    /// The size of the object argument `e` points to, `default` when its type does not say.
+    fn pointee_size(&self, e: Option<&Expr>, default: u64) -> u64 {
+        self.pointee_of(e)
+            .and_then(|t| self.p.types.size_of(t))
+            .filter(|n| *n > 0 && *n <= 4096)
+            .unwrap_or(default)
+    }
+
+    /// The value of the C library's `int` variable `name` (`optind`), when the program declares
+    /// it (it then lives in the execution's memory, see [`LIBRARY_VARIABLES`]).
+    fn extern_int(&self, name: &str) -> Option<i128> {
+        let i = self.p.globals.iter().position(|g| {
+            g.name == name && g.storage == crate::ir::Storage::Extern && !g.thread_local
+        })?;
+        let bytes = self.mem.read_at(self.mem.find(self.globals[i])?.0, 0, 4);
+        let raw = u32::from_le_bytes(bytes.try_into().ok()?);
+        Some(raw as i32 as i128)
     }
 
     /// Whether `f`'s library specification (called with `n` arguments) says the call writes
