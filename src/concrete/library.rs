@@ -720,6 +720,37 @@ impl Machine<'_> {
             .unwrap_or(name);
         let ok = |m: &Machine<'_>| m.ret(f, 0).map(Ext::Return);
         match name {
+            "difftime" => {
+                let (a, b) = (self.int_arg(vals, 0)?, self.int_arg(vals, 1)?);
+                Ok(Ext::Return(Some(Val::Float((a - b) as f64))))
+            }
+            // PR_SET_NAME (15): names the calling thread, which nothing the program reads
+            // shows (PR_GET_NAME and the other options are not modelled).
+            "prctl" if self.int_arg(vals, 0)? == 15 => {
+                let s = self.ptr_arg(vals, 1)?;
+                let n = self.strlen_at(s, Some(16))?;
+                self.read_mem(s, (n + 1).min(16), acc, true)?;
+                ok(self)
+            }
+            // Formatted output into a buffer: glibc's text, cut to the size (snprintf).
+            "snprintf" | "sprintf" => {
+                let (fmt, limit) = if name == "snprintf" {
+                    (2, Some(self.int_arg(vals, 1)?.max(0) as u64))
+                } else {
+                    (1, None)
+                };
+                let text = self.format(vals, fmt, acc, true)?;
+                let buf = self.ptr_arg(vals, 0)?;
+                let mut put = text.clone();
+                if let Some(l) = limit {
+                    put.truncate(l.saturating_sub(1) as usize);
+                }
+                if limit != Some(0) {
+                    put.push(0);
+                    self.write_mem(buf, &put, acc, true, false)?;
+                }
+                Ok(Ext::Return(self.ret(f, text.len() as i128)?))
+            }
             // The environment of a concrete execution (module docs): no variables set.
             "getenv" | "secure_getenv" => Ok(Ext::Return(self.ret(f, 0)?)),
             // No arguments: when `argv[optind]` is a null pointer getopt returns -1 and changes
@@ -1298,83 +1329,236 @@ impl Machine<'_> {
         fmt: usize,
         acc: &mut Acc,
     ) -> Result<(), Stop> {
+        self.format(vals, fmt, acc, false).map(|_| ())
+    }
+
+    /// Interprets the `printf`-style format at argument `fmt` with the arguments after it
+    /// (ISO C11 §7.21.6.1), recording the reads of the format and of `%s` strings. With
+    /// `render`, returns the text glibc prints (integers, characters, strings, pointers;
+    /// a floating conversion stops the execution); otherwise only walks the arguments.
+    ///
+    /// Errors: `%n`, an unknown conversion, too few arguments, a null `%s` string.
+    fn format(
+        &mut self,
+        vals: &[(Val, TypeId)],
+        fmt: usize,
+        acc: &mut Acc,
+        render: bool,
+    ) -> Result<Vec<u8>, Stop> {
         let s = self.ptr_arg(vals, fmt)?;
         let n = self.strlen_at(s, None)?;
         let text = self.read_mem(s, n + 1, acc, true)?;
+        let psize = self.p.types.data_model.pointer_size() as u32 * 8;
+        let lsize = self.p.types.size_of(self.p.types.common.long).unwrap_or(8) as u32 * 8;
+        let mut out = Vec::new();
         let mut next = fmt + 1;
         let mut i = 0;
-        while i < text.len() {
+        while i < text.len() && text[i] != 0 {
             if text[i] != b'%' {
+                out.push(text[i]);
                 i += 1;
                 continue;
             }
             i += 1;
-            // Flags, width, precision, length; `*` takes an argument.
-            let mut precision: Option<u64> = None;
+            let mut spec = Spec::default();
+            // Flags.
+            while let Some(&c) = text.get(i) {
+                match c {
+                    b'-' => spec.left = true,
+                    b'+' => spec.plus = true,
+                    b' ' => spec.space = true,
+                    b'#' => spec.alt = true,
+                    b'0' => spec.zero = true,
+                    b'\'' => {}
+                    _ => break,
+                }
+                i += 1;
+            }
+            // Width and precision; `*` takes an argument.
             let mut in_precision = false;
-            while i < text.len() {
-                let c = text[i];
+            while let Some(&c) = text.get(i) {
                 match c {
                     b'*' => {
                         let v = self.int_arg(vals, next)?;
                         next += 1;
                         if in_precision {
-                            precision = (v >= 0).then_some(v as u64);
+                            spec.precision = (v >= 0).then_some(v as u64);
+                        } else if v < 0 {
+                            spec.left = true;
+                            spec.width = v.unsigned_abs() as u64;
+                        } else {
+                            spec.width = v as u64;
                         }
                     }
                     b'.' => {
                         in_precision = true;
-                        precision = Some(0);
+                        spec.precision = Some(0);
                     }
-                    b'0'..=b'9' if in_precision => {
-                        precision = Some(precision.unwrap_or(0) * 10 + (c - b'0') as u64);
+                    b'0'..=b'9' => {
+                        let d = (c - b'0') as u64;
+                        if in_precision {
+                            spec.precision = Some(spec.precision.unwrap_or(0) * 10 + d);
+                        } else {
+                            spec.width = spec.width.saturating_mul(10).saturating_add(d);
+                        }
                     }
-                    b'-'
-                    | b'+'
-                    | b' '
-                    | b'#'
-                    | b'0'..=b'9'
-                    | b'h'
-                    | b'l'
-                    | b'j'
-                    | b'z'
-                    | b't'
-                    | b'L'
-                    | b'q'
-                    | b'\'' => {}
                     _ => break,
+                }
+                i += 1;
+            }
+            // Length modifier: the bits of the converted integer.
+            let mut bits = 32;
+            while let Some(&c) = text.get(i) {
+                match c {
+                    b'h' => bits = if bits == 16 { 8 } else { 16 },
+                    b'l' => {
+                        bits = if bits == lsize && lsize < 64 {
+                            64
+                        } else {
+                            lsize
+                        }
+                    }
+                    b'q' | b'j' => bits = 64,
+                    b'z' | b't' => bits = psize,
+                    b'L' => {}
+                    _ => break,
+                }
+                if c == b'l' && text.get(i + 1) == Some(&b'l') {
+                    bits = 64;
+                    i += 1;
                 }
                 i += 1;
             }
             let Some(&conv) = text.get(i) else { break };
             i += 1;
+            if conv == b'%' {
+                out.push(b'%');
+                continue;
+            }
+            if vals.get(next).is_none() {
+                return Err(Stop::new("printf with too few arguments"));
+            }
+            let arg = next;
+            next += 1;
             match conv {
-                b'%' => {}
                 b's' => {
-                    let p = self.ptr_arg(vals, next)?;
-                    next += 1;
+                    let p = self.ptr_arg(vals, arg)?;
                     if p == 0 {
                         return Err(Stop::new("printf of a null string"));
                     }
-                    let l = self.strlen_at(p, precision)?;
-                    let touched = if precision.is_some_and(|m| l >= m) {
+                    let l = self.strlen_at(p, spec.precision)?;
+                    let touched = if spec.precision.is_some_and(|m| l >= m) {
                         l
                     } else {
                         l + 1
                     };
-                    self.read_mem(p, touched, acc, true)?;
+                    let bytes = self.read_mem(p, touched, acc, true)?;
+                    if render {
+                        spec.pad(&mut out, &bytes[..l as usize], false);
+                    }
                 }
                 b'n' => return Err(Stop::new("printf %n")),
-                b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b'p' | b'e' | b'E' | b'f'
-                | b'F' | b'g' | b'G' | b'a' | b'A' => {
-                    if vals.get(next).is_none() {
-                        return Err(Stop::new("printf with too few arguments"));
-                    }
-                    next += 1;
+                b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b'p' if render => {
+                    let v = self.int_arg(vals, arg)?;
+                    let body = match conv {
+                        b'c' => vec![v as u8],
+                        b'p' if v == 0 => b"(nil)".to_vec(),
+                        b'p' => format!("0x{:x}", trunc(v as u128, psize)).into_bytes(),
+                        _ => spec.integer(conv, v, bits),
+                    };
+                    let numeric = !matches!(conv, b'c' | b'p');
+                    spec.pad(&mut out, &body, numeric);
+                }
+                b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b'p' => {}
+                b'e' | b'E' | b'f' | b'F' | b'g' | b'G' | b'a' | b'A' if !render => {}
+                b'e' | b'E' | b'f' | b'F' | b'g' | b'G' | b'a' | b'A' => {
+                    return Err(Stop::new("formatting of a floating value"));
                 }
                 _ => return Err(Stop::new("unknown printf conversion")),
             }
         }
-        Ok(())
+        Ok(out)
+    }
+}
+
+/// One conversion specification of a `printf` format (ISO C11 §7.21.6.1p4).
+#[derive(Default)]
+struct Spec {
+    left: bool,
+    plus: bool,
+    space: bool,
+    alt: bool,
+    zero: bool,
+    width: u64,
+    precision: Option<u64>,
+}
+
+impl Spec {
+    /// The text of integer conversion `conv` of `v` converted to `bits` bits, without padding.
+    fn integer(&self, conv: u8, v: i128, bits: u32) -> Vec<u8> {
+        let raw = trunc(v as u128, bits);
+        let (neg, mag) = if matches!(conv, b'd' | b'i') {
+            let signed = int_value(
+                raw,
+                Repr::Int {
+                    bits,
+                    signed: true,
+                    boolean: false,
+                },
+            );
+            (signed < 0, signed.unsigned_abs())
+        } else {
+            (false, raw)
+        };
+        let mut digits = match conv {
+            b'x' => format!("{mag:x}"),
+            b'X' => format!("{mag:X}"),
+            b'o' => format!("{mag:o}"),
+            _ => format!("{mag}"),
+        };
+        if let Some(p) = self.precision {
+            if p == 0 && mag == 0 {
+                digits.clear();
+            }
+            while (digits.len() as u64) < p {
+                digits.insert(0, '0');
+            }
+        }
+        let prefix = match conv {
+            b'd' | b'i' if neg => "-",
+            b'd' | b'i' if self.plus => "+",
+            b'd' | b'i' if self.space => " ",
+            b'x' if self.alt && mag != 0 => "0x",
+            b'X' if self.alt && mag != 0 => "0X",
+            b'o' if self.alt && !digits.starts_with('0') => "0",
+            _ => "",
+        };
+        format!("{prefix}{digits}").into_bytes()
+    }
+
+    /// Appends `body` padded to the width: left-justified, zero-filled after the sign or
+    /// prefix (numbers without a precision), or right-justified with spaces.
+    fn pad(&self, out: &mut Vec<u8>, body: &[u8], numeric: bool) {
+        let fill = self.width.saturating_sub(body.len() as u64) as usize;
+        if self.left {
+            out.extend_from_slice(body);
+            out.extend(std::iter::repeat_n(b' ', fill));
+        } else if numeric && self.zero && self.precision.is_none() {
+            let sign = body
+                .iter()
+                .take_while(|c| matches!(c, b'-' | b'+' | b' '))
+                .count()
+                .max(if body.starts_with(b"0x") || body.starts_with(b"0X") {
+                    2
+                } else {
+                    0
+                });
+            out.extend_from_slice(&body[..sign]);
+            out.extend(std::iter::repeat_n(b'0', fill));
+            out.extend_from_slice(&body[sign..]);
+        } else {
+            out.extend(std::iter::repeat_n(b' ', fill));
+            out.extend_from_slice(body);
+        }
     }
 }
