@@ -187,6 +187,8 @@ pub struct Thread {
     pub joined: bool,
     /// Thread-specific data (`pthread_setspecific`) by key.
     pub specific: Vec<(u64, u128)>,
+    /// The address of its `errno` (allocated when `__errno_location` is first called).
+    pub errno: Option<u64>,
 }
 
 /// The accesses a step collects, with the statement they are attributed to.
@@ -413,6 +415,7 @@ impl<'p> Machine<'p> {
             retval: 0,
             joined: false,
             specific: Vec::new(),
+            errno: None,
         });
         for (g, base) in tls {
             self.initialise(g, base)?;

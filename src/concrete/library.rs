@@ -10,7 +10,9 @@
 //! The environment of an execution is one a real run may have: no arguments (`argc` 1), no
 //! environment variables (`getenv` returns null, `getopt` -1), no signal delivered (installing
 //! handlers and masks changes nothing), the C library's `getopt` variables at their initial
-//! values ([`LIBRARY_VARIABLES`]), a clock that stands still ([`CLOCK_START`]).
+//! values ([`LIBRARY_VARIABLES`]), a clock that stands still ([`CLOCK_START`]), a machine with
+//! [`ONLINE_CPUS`] processors and 4 KiB pages, an empty working directory (opening a file
+//! fails) and standard streams that are not terminals.
 //! Accesses are recorded as the static analysis counts them (`crate::backend::accesses`):
 //! synchronisation calls access nothing but their argument expressions, library functions
 //! read and write the bytes they touch, atomic builtins access their object atomically.
@@ -32,6 +34,18 @@ const BARRIER_SERIAL: i128 = -1;
 
 /// The time every clock reading of a concrete execution gives (seconds since the Epoch).
 const CLOCK_START: i128 = 1_700_000_000;
+
+/// `ENOENT` and `ENOTTY` (Linux).
+const ENOENT: i32 = 2;
+const ENOTTY: i32 = 25;
+
+/// Processors of the machine a concrete execution runs on.
+const ONLINE_CPUS: i128 = 4;
+
+/// glibc's `sysconf` names: `_SC_PAGESIZE`, `_SC_NPROCESSORS_CONF`, `_SC_NPROCESSORS_ONLN`.
+const SC_PAGESIZE: i128 = 30;
+const SC_NPROCESSORS_CONF: i128 = 83;
+const SC_NPROCESSORS_ONLN: i128 = 84;
 
 /// Bytes of glibc's `sigset_t` (1024 signal bits).
 const SIGSET_BYTES: u64 = 128;
@@ -720,6 +734,38 @@ impl Machine<'_> {
             .unwrap_or(name);
         let ok = |m: &Machine<'_>| m.ret(f, 0).map(Ext::Return);
         match name {
+            // Each thread's own `errno`, zero at its start.
+            "__errno_location" => {
+                let a = self.errno_of(tid)?;
+                Ok(Ext::Return(self.ret(f, a as i128)?))
+            }
+            // No file exists (the working directory is empty): opening or examining a path
+            // fails with ENOENT; the standard streams are not terminals (ENOTTY).
+            "open" | "open64" | "__open" | "__open64" | "__open_2" | "__open64_2" | "openat"
+            | "openat64" | "stat" | "stat64" | "lstat" | "lstat64" | "__xstat" | "__xstat64"
+            | "__lxstat" | "__lxstat64" | "access" | "opendir" | "fopen" | "fopen64" => {
+                self.set_errno(tid, ENOENT)?;
+                // A null `FILE *` or `DIR *`, -1 from the others.
+                let r = if matches!(name, "fopen" | "fopen64" | "opendir") {
+                    0
+                } else {
+                    -1
+                };
+                Ok(Ext::Return(self.ret(f, r)?))
+            }
+            "isatty" => {
+                self.set_errno(tid, ENOTTY)?;
+                Ok(Ext::Return(self.ret(f, 0)?))
+            }
+            // A machine with [`ONLINE_CPUS`] processors and 4 KiB pages; other names stop.
+            "sysconf" => match self.int_arg(vals, 0)? {
+                SC_NPROCESSORS_CONF | SC_NPROCESSORS_ONLN => {
+                    Ok(Ext::Return(self.ret(f, ONLINE_CPUS)?))
+                }
+                SC_PAGESIZE => Ok(Ext::Return(self.ret(f, 4096)?)),
+                _ => Err(Stop::new("sysconf of an unmodelled name")),
+            },
+            "get_nprocs" | "get_nprocs_conf" => Ok(Ext::Return(self.ret(f, ONLINE_CPUS)?)),
             "difftime" => {
                 let (a, b) = (self.int_arg(vals, 0)?, self.int_arg(vals, 1)?);
                 Ok(Ext::Return(Some(Val::Float((a - b) as f64))))
@@ -1281,6 +1327,25 @@ impl Machine<'_> {
         }
     }
 
+    /// The address of thread `tid`'s `errno` (allocated, zero, on first use).
+    fn errno_of(&mut self, tid: usize) -> Result<u64, Stop> {
+        if let Some(a) = self.threads[tid].errno {
+            return Ok(a);
+        }
+        let id = self.mem.alloc(4, 4, Origin::Opaque)?;
+        self.mem.write_at(id, 0, &[0; 4])?;
+        let a = self.mem.object(id).base;
+        self.threads[tid].errno = Some(a);
+        Ok(a)
+    }
+
+    /// Sets thread `tid`'s `errno` to `e`.
+    fn set_errno(&mut self, tid: usize, e: i32) -> Result<(), Stop> {
+        let a = self.errno_of(tid)?;
+        let (id, off) = self.mem.locate(a, 4)?;
+        self.mem.write_at(id, off, &e.to_le_bytes())
+    }
+
     /// The size of the object argument `e` points to, `default` when its type does not say.
     fn pointee_size(&self, e: Option<&Expr>, default: u64) -> u64 {
         self.pointee_of(e)
@@ -1337,7 +1402,7 @@ impl Machine<'_> {
     /// `render`, returns the text glibc prints (integers, characters, strings, pointers;
     /// a floating conversion stops the execution); otherwise only walks the arguments.
     ///
-    /// Errors: `%n`, an unknown conversion, too few arguments, a null `%s` string.
+    /// Errors: `%n`, an unknown conversion, too few arguments.
     fn format(
         &mut self,
         vals: &[(Val, TypeId)],
@@ -1444,7 +1509,16 @@ impl Machine<'_> {
                 b's' => {
                     let p = self.ptr_arg(vals, arg)?;
                     if p == 0 {
-                        return Err(Stop::new("printf of a null string"));
+                        // glibc prints "(null)", or nothing when the precision is below 6.
+                        if render {
+                            let text: &[u8] = if spec.precision.is_some_and(|m| m < 6) {
+                                b""
+                            } else {
+                                b"(null)"
+                            };
+                            spec.pad(&mut out, text, false);
+                        }
+                        continue;
                     }
                     let l = self.strlen_at(p, spec.precision)?;
                     let touched = if spec.precision.is_some_and(|m| l >= m) {
