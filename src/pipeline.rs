@@ -454,7 +454,7 @@ pub fn witness_races(
         })
         .collect();
     let view: &RaceResult<'_> = races;
-    let matcher = |w: &concrete::Witness| concrete::upgrade::matching_races(view, w);
+    let matcher = |w: &concrete::Witness| concrete::upgrade::matching_races(program, view, w);
     let goals = Goals {
         stmts,
         matcher: &matcher,
@@ -472,6 +472,7 @@ pub fn witness_races(
             "a concrete execution witnessed a race the static analysis missed: {}",
             concrete::upgrade::describe(program, w)
         );
+        tracing::debug!(first = ?w.first, second = ?w.second, "unexplained witness");
     }
     unexplained
 }

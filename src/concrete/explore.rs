@@ -286,11 +286,19 @@ pub fn execute(
     run
 }
 
-/// The accesses thread `t` makes in its next step (on a copy of the state).
+/// The accesses thread `t` makes in its next step (on a copy of the state) to objects that
+/// exist before it. An object the step itself allocates (a local created by its first write)
+/// is the thread's own at that moment, and its id in the copy may be another object's in the
+/// original state, whose allocations go on without the copy's.
 pub fn peek(m: &Machine<'_>, t: usize) -> Vec<Access> {
+    let existing = m.mem.len();
     let mut c = m.clone();
     match c.step(t) {
-        Ok((_, out)) => out.accesses,
+        Ok((_, out)) => out
+            .accesses
+            .into_iter()
+            .filter(|a| (a.obj.0 as usize) < existing)
+            .collect(),
         Err(_) => Vec::new(),
     }
 }

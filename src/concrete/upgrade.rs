@@ -11,9 +11,12 @@ use crate::ir::Program;
 use crate::races::{Access, Confidence, Race, RaceResult};
 use rustc_hash::FxHashSet;
 
-/// Whether static access `a` may be the concrete access `w`.
-pub fn access_matches(a: &Access<'_>, w: &WitnessAccess) -> bool {
-    if a.func != w.func || a.edge != w.edge || (a.mem.kind == AccessKind::Write) != w.write {
+/// Whether static access `a` may be the concrete access `w` of program `p`.
+pub fn access_matches(p: &Program, a: &Access<'_>, w: &WitnessAccess) -> bool {
+    if a.func != w.func
+        || !same_statement(p, a.func, a.edge, w.edge)
+        || (a.mem.kind == AccessKind::Write) != w.write
+    {
         return false;
     }
     match a.mem.target {
@@ -25,6 +28,31 @@ pub fn access_matches(a: &Access<'_>, w: &WitnessAccess) -> bool {
                     hi: w.hi.max(w.lo + 1),
                 })
         }
+    }
+}
+
+/// Whether edges `x` and `y` of `func` are one statement: the same edge, or the two branches
+/// of one condition (the race search keeps one of a condition's identical reads, an execution
+/// reads it on the branch it takes).
+fn same_statement(
+    p: &Program,
+    func: crate::ir::FuncId,
+    x: crate::ir::EdgeId,
+    y: crate::ir::EdgeId,
+) -> bool {
+    if x == y {
+        return true;
+    }
+    let Some(cfg) = &p.function(func).body else {
+        return false;
+    };
+    match (cfg.edges.get(x.0 as usize), cfg.edges.get(y.0 as usize)) {
+        (Some(a), Some(b)) => {
+            a.src == b.src
+                && matches!(a.op, crate::ir::Op::Assume { .. })
+                && matches!(b.op, crate::ir::Op::Assume { .. })
+        }
+        _ => false,
     }
 }
 
@@ -43,7 +71,7 @@ fn base_matches(b: Base, o: Origin) -> bool {
 }
 
 /// The static races a witness confirms (indices into `races.races`).
-pub fn matching_races(races: &RaceResult<'_>, w: &Witness) -> Vec<usize> {
+pub fn matching_races(p: &Program, races: &RaceResult<'_>, w: &Witness) -> Vec<usize> {
     races
         .races
         .iter()
@@ -51,10 +79,10 @@ pub fn matching_races(races: &RaceResult<'_>, w: &Witness) -> Vec<usize> {
         .filter(|(_, r)| {
             r.accesses
                 .iter()
-                .any(|&i| access_matches(&races.accesses[i], &w.first))
+                .any(|&i| access_matches(p, &races.accesses[i], &w.first))
                 && r.accesses
                     .iter()
-                    .any(|&i| access_matches(&races.accesses[i], &w.second))
+                    .any(|&i| access_matches(p, &races.accesses[i], &w.second))
         })
         .map(|(i, _)| i)
         .collect()
@@ -86,7 +114,7 @@ pub fn apply(p: &Program, races: &mut RaceResult<'_>, witnesses: &[Witness]) -> 
     let mut unexplained = Vec::new();
     let mut per_race: Vec<Vec<&Witness>> = vec![Vec::new(); races.races.len()];
     for w in witnesses {
-        let m = matching_races(races, w);
+        let m = matching_races(p, races, w);
         if m.is_empty() {
             unexplained.push(w.clone());
         }
@@ -113,7 +141,7 @@ pub fn apply(p: &Program, races: &mut RaceResult<'_>, witnesses: &[Witness]) -> 
             r.accesses
                 .iter()
                 .copied()
-                .find(|&i| access_matches(&races.accesses[i], a))
+                .find(|&i| access_matches(p, &races.accesses[i], a))
         };
         let (Some(x), Some(y)) = (find(&ws[0].first), find(&ws[0].second)) else {
             out.push(r);
@@ -125,7 +153,7 @@ pub fn apply(p: &Program, races: &mut RaceResult<'_>, witnesses: &[Witness]) -> 
             let a = &races.accesses[i];
             if ws
                 .iter()
-                .any(|w| access_matches(a, &w.first) || access_matches(a, &w.second))
+                .any(|w| access_matches(p, a, &w.first) || access_matches(p, a, &w.second))
                 && seen.insert(i)
             {
                 acc.push(i);
