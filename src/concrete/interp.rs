@@ -314,23 +314,21 @@ impl<'p> Machine<'p> {
                         size.unwrap_or(0),
                     )?;
                     m.mem.write_at(id, 0, &bytes)?;
-                } else if let Some(&(_, v, n)) = super::library::LIBRARY_VARIABLES
+                } else if let Some((v, n)) = super::library::LIBRARY_VARIABLES
                     .iter()
                     .find(|(name, _, _)| *name == g.name)
-                    .filter(|(_, _, n)| {
-                        let n = if *n == 0 {
-                            p.types.data_model.pointer_size()
-                        } else {
-                            *n
-                        };
-                        size == Some(n)
+                    .map(|&(_, v, n)| {
+                        (
+                            v,
+                            if n == 0 {
+                                p.types.data_model.pointer_size()
+                            } else {
+                                n
+                            },
+                        )
                     })
+                    .filter(|(_, n)| size == Some(*n))
                 {
-                    let n = if n == 0 {
-                        p.types.data_model.pointer_size()
-                    } else {
-                        n
-                    };
                     let bytes = value::encode(&Val::Int(v as u128), Repr::Ptr { bits: 64 }, n)?;
                     m.mem.write_at(id, 0, &bytes)?;
                 } else {

@@ -267,11 +267,11 @@ impl Machine<'_> {
                     .ok_or_else(|| Stop::new("missing thread argument"))?;
                 let child = self.spawn(ent)?;
                 self.push_frame(child, ent, vec![(a, aty)], FrameKind::Plain)?;
-                let size = self
-                    .pointee_of(args.get(thread_id))
-                    .and_then(|t| self.p.types.size_of(t))
-                    .filter(|s| *s > 0 && *s <= 16)
-                    .unwrap_or(self.p.types.data_model.pointer_size());
+                let size = self.pointee_size(
+                    args.get(thread_id),
+                    16,
+                    self.p.types.data_model.pointer_size(),
+                );
                 let bytes =
                     value::encode(&Val::Int(child as u128 + 1), Repr::Ptr { bits: 128 }, size)?;
                 self.write_mem(idp, &bytes, acc, false, false)?;
@@ -293,11 +293,11 @@ impl Machine<'_> {
                 if name != "__goblint_assume_join" && vals.len() > thread_id + 1 {
                     let rp = self.ptr_arg(vals, thread_id + 1)?;
                     if rp != 0 {
-                        let size = self
-                            .pointee_of(args.get(thread_id + 1))
-                            .and_then(|t| self.p.types.size_of(t))
-                            .filter(|s| *s > 0 && *s <= 16)
-                            .unwrap_or(self.p.types.data_model.pointer_size());
+                        let size = self.pointee_size(
+                            args.get(thread_id + 1),
+                            16,
+                            self.p.types.data_model.pointer_size(),
+                        );
                         let rv = self.threads[t].retval;
                         let bytes = value::encode(&Val::Int(rv), Repr::Ptr { bits: 128 }, size)?;
                         self.write_mem(rp, &bytes, acc, false, false)?;
@@ -821,7 +821,7 @@ impl Machine<'_> {
             // signals glibc keeps for itself, 32 and 33).
             "sigemptyset" | "sigfillset" => {
                 let set = self.ptr_arg(vals, 0)?;
-                let n = self.pointee_size(args.first(), SIGSET_BYTES);
+                let n = self.pointee_size(args.first(), 4096, SIGSET_BYTES);
                 let mut bytes = vec![if name == "sigfillset" { 0xff } else { 0 }; n as usize];
                 if name == "sigfillset" {
                     for sig in [32u64, 33] {
@@ -836,7 +836,7 @@ impl Machine<'_> {
             "sigaddset" | "sigdelset" => {
                 let set = self.ptr_arg(vals, 0)?;
                 let sig = self.int_arg(vals, 1)?;
-                let n = self.pointee_size(args.first(), SIGSET_BYTES);
+                let n = self.pointee_size(args.first(), 4096, SIGSET_BYTES);
                 if sig < 1 || (sig - 1) as u64 >= n * 8 {
                     return Ok(Ext::Return(self.ret(f, -1)?));
                 }
@@ -857,7 +857,7 @@ impl Machine<'_> {
             "sigaction" | "sigprocmask" | "pthread_sigmask" => {
                 let old = self.ptr_arg(vals, 2)?;
                 if old != 0 {
-                    let n = self.pointee_size(args.get(2), 0);
+                    let n = self.pointee_size(args.get(2), 4096, 0);
                     if n == 0 {
                         return Err(Stop::new("previous signal action of unknown size"));
                     }
@@ -871,7 +871,7 @@ impl Machine<'_> {
             "clock_gettime" | "gettimeofday" => {
                 let k = if name == "clock_gettime" { 1 } else { 0 };
                 let out = self.ptr_arg(vals, k)?;
-                let half = self.pointee_size(args.get(k), 0) / 2;
+                let half = self.pointee_size(args.get(k), 4096, 0) / 2;
                 if out == 0 || half == 0 {
                     return Err(Stop::new("clock reading of unknown layout"));
                 }
@@ -1282,11 +1282,7 @@ impl Machine<'_> {
                 let dtor = self.ptr_arg(vals, 1)? != 0;
                 let key = self.sync.keys.len() as u128;
                 self.sync.keys.push(dtor);
-                let size = self
-                    .pointee_of(args.first())
-                    .and_then(|t| self.p.types.size_of(t))
-                    .filter(|s| *s > 0 && *s <= 8)
-                    .unwrap_or(4);
+                let size = self.pointee_size(args.first(), 8, 4);
                 let bytes = value::encode(&Val::Int(key), Repr::Ptr { bits: 128 }, size)?;
                 self.write_mem(k, &bytes, acc, false, false)?;
                 ok(self)
@@ -1346,11 +1342,12 @@ impl Machine<'_> {
         self.mem.write_at(id, off, &e.to_le_bytes())
     }
 
-    /// The size of the object argument `e` points to, `default` when its type does not say.
-    fn pointee_size(&self, e: Option<&Expr>, default: u64) -> u64 {
+    /// The size in bytes of the object argument `e` points to, `default` when its type does
+    /// not give one between 1 and `max`.
+    fn pointee_size(&self, e: Option<&Expr>, max: u64, default: u64) -> u64 {
         self.pointee_of(e)
             .and_then(|t| self.p.types.size_of(t))
-            .filter(|n| *n > 0 && *n <= 4096)
+            .filter(|n| *n > 0 && *n <= max)
             .unwrap_or(default)
     }
 

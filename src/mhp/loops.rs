@@ -111,12 +111,10 @@ pub(crate) fn counted_loops(
         let bound = match (strip_casts(bound).as_int(), local_of(bound)) {
             (Some(k), _) => Bound::Const(k),
             (None, Some(l)) => Bound::Local(l),
+            // Checked last ([`never_written`] scans the program).
             _ => match global_of(bound) {
-                Some(g) if never_written(program, g) => match initial_int(program, g) {
-                    Some(k) => Bound::Const(k),
-                    None => Bound::Global(g),
-                },
-                _ => continue,
+                Some(g) => Bound::Global(g),
+                None => continue,
             },
         };
         let bound_local = match bound {
@@ -203,6 +201,17 @@ pub(crate) fn counted_loops(
         if op == BinOp::Ne && steps != FxHashSet::from_iter([1]) {
             ok = false;
         }
+        // A global bound holds its initial value (a constant, when it is one) if nothing
+        // writes it.
+        let bound = match bound {
+            Bound::Global(g) if ok => {
+                if !never_written(program, g) {
+                    continue;
+                }
+                initial_int(program, g).map_or(Bound::Global(g), Bound::Const)
+            }
+            b => b,
+        };
         if ok {
             let step = (steps.len() == 1)
                 .then(|| steps.iter().copied().next())
