@@ -50,6 +50,11 @@ pub enum Base {
         func: FuncId,
         /// The allocation call.
         edge: EdgeId,
+        /// The call that entered the allocating function, in the allocating context (`None`
+        /// for a thread's entry function): the objects an allocation wrapper (`xmalloc`,
+        /// `msg_new`) returns to different callers are told apart, at the precision of the
+        /// context depth (issue "Real programs", item 4).
+        caller: Option<crate::context::CallSite>,
     },
     /// A string literal (never written by a correct program).
     Str(StrId),

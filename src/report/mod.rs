@@ -21,6 +21,7 @@ use crate::races::{Access, Confidence};
 use crate::stats::RunStats;
 use racedar_domains::SmallSet;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// The data-race verdict of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -129,6 +130,80 @@ pub struct RaceReport {
     pub suppressed: Option<suppress::Suppressed>,
     /// The line-independent fingerprint (see [`sarif::fingerprint`]).
     pub fingerprint: String,
+}
+
+/// Races with one fingerprint are one race (issue "Reports people act on", item 1): the same
+/// pair of accesses found on several abstract objects (one allocation site's objects told
+/// apart by calling context, say) or in several pairs of thread contexts. The group keeps the
+/// order of its first race; a must-race of the group leads it (its first two accesses are the
+/// certain pair), the other races' accesses follow (each once, within
+/// [`MAX_LISTED_ACCESSES`]), and the reasons of may-races are joined without repetition.
+fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: BTreeMap<String, Vec<RaceReport>> = BTreeMap::new();
+    for r in races {
+        let g = groups.entry(r.fingerprint.clone()).or_default();
+        if g.is_empty() {
+            order.push(r.fingerprint.clone());
+        }
+        g.push(r);
+    }
+    let key = |a: &AccessReport| {
+        (
+            a.file.clone(),
+            a.line,
+            a.column,
+            a.kind,
+            a.thread.clone(),
+            a.call_chain.clone(),
+        )
+    };
+    let mut out = Vec::with_capacity(order.len());
+    for fp in order {
+        let Some(mut group) = groups.remove(&fp) else {
+            continue;
+        };
+        // Stable: the first must-race, else the first race, leads.
+        group.sort_by_key(|r| r.confidence != "must");
+        let mut members = group.into_iter();
+        let Some(mut lead) = members.next() else {
+            continue;
+        };
+        let mut seen: std::collections::BTreeSet<_> = lead.accesses.iter().map(key).collect();
+        let mut reasons: Vec<String> = lead
+            .reason
+            .iter()
+            .flat_map(|r| r.split("; ").map(str::to_string))
+            .collect();
+        for r in members {
+            lead.more_accesses += r.more_accesses;
+            for a in r.accesses {
+                if !seen.insert(key(&a)) {
+                    continue;
+                }
+                if lead.accesses.len() < MAX_LISTED_ACCESSES {
+                    lead.accesses.push(a);
+                } else {
+                    lead.more_accesses += 1;
+                }
+            }
+            if lead.confidence != "must" {
+                for x in r.reason.iter().flat_map(|x| x.split("; ")) {
+                    if !reasons.iter().any(|y| y == x) {
+                        reasons.push(x.to_string());
+                    }
+                }
+            }
+            if lead.witness.is_none() {
+                lead.witness = r.witness;
+            }
+        }
+        if lead.confidence != "must" && !reasons.is_empty() {
+            lead.reason = Some(reasons.join("; "));
+        }
+        out.push(lead);
+    }
+    out
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -272,7 +347,7 @@ impl Report {
                 race
             })
             .collect();
-        let mut races: Vec<RaceReport> = races;
+        let mut races: Vec<RaceReport> = merge_same_fingerprint(races);
         races.extend(a.unexplained.iter().map(|w| witness_report(p, w)));
         let imprecision = a
             .imprecision

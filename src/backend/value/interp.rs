@@ -1459,13 +1459,14 @@ impl<'p> Interp<'_, 'p> {
                     thread: self.thread,
                     func,
                     edge: at.edge,
+                    caller: at.fctx.calls.last().copied(),
                 };
                 let content = if name.contains("calloc") {
                     Val::int(Interval::constant(0))
                 } else {
                     top()
                 };
-                let site = (func, at.edge);
+                let site = (func, at.edge, at.fctx.calls.last().copied());
                 // A new object kept in a trackable local is the site's recent object
                 // (`publication`): its contents are tracked apart from the site's other
                 // objects, which the base stands for.

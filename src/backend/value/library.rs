@@ -395,8 +395,9 @@ impl<'p> Interp<'_, 'p> {
                     thread: self.thread,
                     func,
                     edge: at.edge,
+                    caller: at.fctx.calls.last().copied(),
                 };
-                let site = (func, at.edge);
+                let site = (func, at.edge, at.fctx.calls.last().copied());
                 let again = s.stored(&base).is_some() || s.publ.fresh(site).is_some();
                 s.allocate(site, None, Obj::empty(), s.multi);
                 if again {

@@ -43,8 +43,9 @@ use racedar_domains::SmallSet;
 use smallvec::SmallVec;
 use std::rc::Rc;
 
-/// An allocation site: the function and the allocation call's edge.
-pub type Site = (FuncId, EdgeId);
+/// An allocation site in a context: the function, the allocation call's edge, and the call
+/// that entered the function ([`Base::Heap`]'s `caller`).
+pub type Site = (FuncId, EdgeId, Option<crate::context::CallSite>);
 
 /// A trackable local: a local of a function whose address is never taken.
 pub type Holder = (FuncId, LocalId);
@@ -90,13 +91,16 @@ pub fn site_base(thread: ThreadId, site: Site) -> Base {
         thread,
         func: site.0,
         edge: site.1,
+        caller: site.2,
     }
 }
 
 /// The site of a heap base.
 pub fn base_site(b: &Base) -> Option<Site> {
     match b {
-        Base::Heap { func, edge, .. } => Some((*func, *edge)),
+        Base::Heap {
+            func, edge, caller, ..
+        } => Some((*func, *edge, *caller)),
         _ => None,
     }
 }
@@ -320,8 +324,8 @@ impl Publication {
 mod tests {
     use super::*;
 
-    const S: Site = (FuncId(0), EdgeId(3));
-    const T: Site = (FuncId(0), EdgeId(7));
+    const S: Site = (FuncId(0), EdgeId(3), None);
+    const T: Site = (FuncId(0), EdgeId(7), None);
     const P: Holder = (FuncId(0), LocalId(1));
     const Q: Holder = (FuncId(0), LocalId(2));
 

@@ -6,7 +6,8 @@
 //! site in a local.
 //!
 //! A class escapes when one of its values is stored where the analysis cannot follow it (a
-//! global, memory reached from a parameter, a kept argument, an unknown function, a return);
+//! global, memory reached from a parameter, a kept argument, an unknown function, a return to
+//! code not seen);
 //! the contents of an escaped object escape with it (the pointee of an escaped class escapes).
 //! Storing a value into an object of the function's own (`s.p = q`, `m->buf = b` for a local
 //! allocation `m`) unifies it with that object's contents instead: it escapes only if the
@@ -15,8 +16,12 @@
 //!
 //! Between functions, which classes a call passes to which parameter: an argument escapes when
 //! the callee's parameter does, and its pointee when the callee lets the contents of the
-//! parameter's objects escape (a fixpoint over the call graph). The callee stores into its
-//! parameters' objects conservatively: what it stores there escapes.
+//! parameter's objects escape (a fixpoint over the call graph). What a callee stores directly
+//! into its parameters' objects escapes when some caller passes objects that are not its own
+//! (foreign or with escaped contents); deeper stores escape. A call's result is linked to the
+//! callee's returns both ways (escape of either side escapes the other; a callee that may
+//! return a parameter or an address it does not follow gives an untrusted result), and the
+//! contents of the returned objects are not followed by the caller.
 
 use crate::backend::syntactic::Syntactic;
 use crate::ir::types::TypeKind;
@@ -40,6 +45,11 @@ enum Node {
     /// The variadic arguments of the function (what `va_start` makes its `va_list` point to,
     /// what `va_arg` reads): a parameter standing for all of them.
     Variadic,
+    /// The values the function returns.
+    Return,
+    /// The result of the call at this edge to a defined function (linked to the callee's
+    /// [`Node::Return`] between functions).
+    Result(EdgeId),
 }
 
 /// The flow facts of one function: a union-find over classes with a pointee per class.
@@ -52,6 +62,8 @@ struct FnFlow {
     pointee: Vec<Option<u32>>,
     /// (class, callee, parameter position): the class is passed to that parameter.
     passes: Vec<(u32, FuncId, usize)>,
+    /// (class, callee): the class receives what the defined callee returns.
+    results: Vec<(u32, FuncId)>,
     /// (value class, object class): a store of the value into an object of the class's
     /// values (decided once the classes are complete: into a parameter's memory it escapes).
     stores: Vec<(u32, u32)>,
@@ -60,6 +72,19 @@ struct FnFlow {
     /// Per class (valid at roots): it may hold addresses this function does not follow (read
     /// from a global, returned by a call, made from an integer).
     untrusted: Vec<bool>,
+    /// Whether code the analysis does not see may call the function (its address is taken,
+    /// or no call of the program calls it directly): its returns and what it stores into its
+    /// parameters' objects escape.
+    unseen_callers: bool,
+    /// The class of each parameter's value, by position (`None`: not trackable).
+    param_at: Vec<Option<u32>>,
+    /// Stores into the objects a parameter points to, as (value class, parameter position):
+    /// the value escapes when some caller's argument objects are not its own
+    /// ([`settle_param_stores`]).
+    param_stores: Vec<(u32, usize)>,
+    /// The classes (roots) of memory the function does not own: parameters, untrusted
+    /// classes and their contents (computed by `settle_stores`).
+    foreign: FxHashSet<u32>,
 }
 
 impl FnFlow {
@@ -186,26 +211,55 @@ impl FnFlow {
     /// Decides the recorded stores: a store into memory reached from a parameter (the
     /// caller's objects, whose fate this function does not know) or from an address the
     /// function does not follow lets the value escape.
+    ///
+    /// A store into the objects a parameter points to directly (`m->body = b` for a parameter
+    /// `m`), when no other foreign memory is in the same class and only calls the flow sees
+    /// call the function, is left to the callers instead ([`Self::param_stores`]).
     fn settle_stores(&mut self) {
-        let mut foreign: FxHashSet<u32> = FxHashSet::default();
-        let mut stack: Vec<u32> = self.params.clone();
-        stack.extend((0..self.parent.len() as u32).filter(|&i| self.untrusted[i as usize]));
+        // Memory reached from untrusted classes, and the contents of the parameters' objects.
+        let mut stack: Vec<u32> = (0..self.parent.len() as u32)
+            .filter(|&i| self.untrusted[i as usize])
+            .collect();
+        for c in self.params.clone() {
+            let r = self.find(c);
+            if let Some(p) = self.pointee[r as usize] {
+                stack.push(p);
+            }
+        }
+        let mut deep: FxHashSet<u32> = FxHashSet::default();
         while let Some(c) = stack.pop() {
             let r = self.find(c);
-            if foreign.insert(r)
+            if deep.insert(r)
                 && let Some(p) = self.pointee[r as usize]
             {
                 stack.push(p);
             }
         }
+        let mut foreign = deep.clone();
+        for c in self.params.clone() {
+            let r = self.find(c);
+            foreign.insert(r);
+        }
         let stores = std::mem::take(&mut self.stores);
+        self.param_stores.clear();
         for &(v, t) in &stores {
             let t = self.find(t);
-            if foreign.contains(&t) {
-                self.escape(v);
+            if !foreign.contains(&t) {
+                continue;
+            }
+            let position = (!self.unseen_callers && !deep.contains(&t))
+                .then(|| {
+                    let at = self.param_at.clone();
+                    at.iter().position(|c| c.is_some_and(|c| self.find(c) == t))
+                })
+                .flatten();
+            match position {
+                Some(k) => self.param_stores.push((v, k)),
+                None => self.escape(v),
             }
         }
         self.stores = stores;
+        self.foreign = foreign;
     }
 }
 
@@ -485,17 +539,29 @@ fn fresh_result(r: &Role) -> bool {
         || matches!(r, Role::Library(s) if matches!(s.returns, Pointer::Fresh | Pointer::ThreadStatic))
 }
 
-/// Builds one function's flow facts.
-fn function_flow(program: &Program, roles: &Roles, syn: &Syntactic, func: FuncId) -> FnFlow {
+/// Builds one function's flow facts. `unseen_callers`: code the analysis does not follow may
+/// call the function (its address is taken, or no call of the program calls it directly: an
+/// entry point), so what it returns or stores into its parameters' objects escapes.
+fn function_flow(
+    program: &Program,
+    roles: &Roles,
+    syn: &Syntactic,
+    func: FuncId,
+    unseen_callers: bool,
+) -> FnFlow {
     let mut fl = FnFlow::default();
     let f = program.function(func);
     let Some(cfg) = &f.body else { return fl };
     let track = trackable(program, func);
+    fl.unseen_callers = unseen_callers;
     // Parameters are nodes from the start (callers pass into them).
     for p in &f.params {
         if track.contains(p) {
             let c = fl.node(Node::Value(*p));
             fl.params.push(c);
+            fl.param_at.push(Some(c));
+        } else {
+            fl.param_at.push(None);
         }
     }
     for (ei, e) in cfg.edges.iter().enumerate() {
@@ -510,8 +576,16 @@ fn function_flow(program: &Program, roles: &Roles, syn: &Syntactic, func: FuncId
                 store(&mut fl, &vals, &target);
             }
             Op::Return(Some(x)) => {
+                // Into the caller's result ([`Node::Return`]); away when code the analysis
+                // does not see may call the function.
                 let vals = classes(program, &mut fl, x, &track);
-                store(&mut fl, &vals, &Target::Away);
+                let r = fl.node(Node::Return);
+                let target = if unseen_callers {
+                    Target::Away
+                } else {
+                    Target::Value(r)
+                };
+                store(&mut fl, &vals, &target);
             }
             Op::Asm { inputs, .. } => {
                 for x in inputs {
@@ -573,6 +647,37 @@ impl Call<'_> {
             Callee::Direct(g) if program.function(*g).body.is_none() => Some(self.roles.get(*g)),
             _ => None,
         };
+        // A call through a pointer passes into every function it may call: the address-taken
+        // functions of a compatible type (the targets the race search assumes too), when all
+        // of them are defined and modelled by their bodies.
+        let targets: Vec<FuncId> = match callee {
+            Callee::Direct(g) => vec![*g],
+            Callee::Indirect(e) => {
+                let ts = self.syn.compatible_functions(e);
+                let followed = !ts.is_empty()
+                    && ts.iter().all(|t| {
+                        program.function(*t).body.is_some() && self.roles.get(*t).is_none()
+                    });
+                if followed { ts } else { Vec::new() }
+            }
+        };
+        let pointer_dest = self.dest.is_some_and(|d| may_hold_address(program, d.ty));
+        // The result of a defined function: what its returns carry ([`Node::Result`], linked
+        // between functions). The contents of its objects are as the callee left them, not
+        // followed here.
+        let defined_result = library.is_none() && !targets.is_empty();
+        if defined_result
+            && pointer_dest
+            && let Some(t) = &dest_target
+        {
+            let r = fl.node(Node::Result(self.edge));
+            let contents = fl.pointee_of(r);
+            fl.distrust(contents);
+            store(fl, &[r], t);
+            for g in &targets {
+                fl.results.push((r, *g));
+            }
+        }
         // A result that is not a fresh object or an argument: addresses of objects the
         // function does not follow.
         let followed_result = match library {
@@ -583,7 +688,8 @@ impl Call<'_> {
             _ => false,
         };
         if !followed_result
-            && self.dest.is_some_and(|d| may_hold_address(program, d.ty))
+            && !defined_result
+            && pointer_dest
             && let Some(t) = &dest_target
         {
             let u = fl.unknown();
@@ -603,20 +709,6 @@ impl Call<'_> {
                 fl.distrust(p);
             }
         }
-        // A call through a pointer passes into every function it may call: the address-taken
-        // functions of a compatible type (the targets the race search assumes too), when all
-        // of them are defined and modelled by their bodies.
-        let targets: Vec<FuncId> = match callee {
-            Callee::Direct(g) => vec![*g],
-            Callee::Indirect(e) => {
-                let ts = self.syn.compatible_functions(e);
-                let followed = !ts.is_empty()
-                    && ts.iter().all(|t| {
-                        program.function(*t).body.is_some() && self.roles.get(*t).is_none()
-                    });
-                if followed { ts } else { Vec::new() }
-            }
-        };
         match (callee, library) {
             (Callee::Indirect(_), _) if targets.is_empty() => self.escape(fl, args),
             (_, Some(None)) => self.escape(fl, args),
@@ -695,11 +787,19 @@ impl Call<'_> {
             store(fl, &vals, &t);
         }
         // Byte copies (`memcpy(d, s, n)`): the destination objects receive the source
-        // objects' contents.
+        // objects' contents, unless the source (before its conversion to `void *`) points to
+        // objects too narrow to hold an address (`char`, `int`).
         for (k, n) in spec.copies() {
             let (Some(d), Some(src)) = (args.get(k), args.get(n)) else {
                 continue;
             };
+            let narrow = program
+                .types
+                .pointee(strip_casts(src).ty)
+                .is_some_and(|t| !may_hold_address(program, t));
+            if narrow {
+                continue;
+            }
             let t = pointed(program, fl, d, track);
             let vals = contents(program, fl, src, track);
             store(fl, &vals, &t);
@@ -724,12 +824,99 @@ impl Call<'_> {
     }
 }
 
+/// Links the results of `flows[fi]`'s calls to defined functions with what the callees return
+/// ([`Node::Result`], [`Node::Return`]), both ways: a result escapes when the callee's returns
+/// do (and the contents likewise), and the callee's returns escape when a caller's result
+/// does; a result is not followed (untrusted) when the callee may return a parameter, an
+/// address it does not follow, or its variadic arguments. Whether the caller's facts grew
+/// and whether a callee's did (a callee whose facts grow is closed here).
+fn link_results(flows: &mut [FnFlow], fi: usize) -> (bool, bool) {
+    let results = std::mem::take(&mut flows[fi].results);
+    let mut grew = false;
+    let mut callee_grew = false;
+    for &(r, g) in &results {
+        let gi = g.0 as usize;
+        let Some(cf) = flows.get_mut(gi) else {
+            continue;
+        };
+        let Some(ret) = cf.nodes.get(&Node::Return).copied() else {
+            continue;
+        };
+        let root = cf.find(ret);
+        let params: Vec<u32> = cf.params.clone();
+        let foreign = cf.untrusted[root as usize] || params.iter().any(|&p| cf.find(p) == root);
+        let (ret_escaped, ret_contents) = (cf.class_escaped(ret), cf.contents_escaped(ret));
+        let fl = &mut flows[fi];
+        let (res_escaped, res_contents) = (fl.class_escaped(r), fl.contents_escaped(r));
+        if ret_escaped && !res_escaped {
+            fl.escape(r);
+            grew = true;
+        }
+        if ret_contents && !res_contents {
+            let c = fl.pointee_of(r);
+            fl.escape(c);
+            grew = true;
+        }
+        let rr = fl.find(r);
+        if foreign && !fl.untrusted[rr as usize] {
+            fl.untrusted[rr as usize] = true;
+            grew = true;
+        }
+        if gi != fi && ((res_escaped && !ret_escaped) || (res_contents && !ret_contents)) {
+            let cf = &mut flows[gi];
+            if res_escaped {
+                cf.escape(ret);
+            }
+            if res_contents {
+                let c = cf.pointee_of(ret);
+                cf.escape(c);
+            }
+            cf.close();
+            callee_grew = true;
+        } else if gi == fi && (res_escaped || res_contents) {
+            // A recursive call: the function's own result is its return.
+            let fl = &mut flows[fi];
+            if res_escaped && !ret_escaped {
+                fl.escape(ret);
+                grew = true;
+            }
+            if res_contents && !ret_contents {
+                let c = fl.pointee_of(ret);
+                fl.escape(c);
+                grew = true;
+            }
+        }
+    }
+    flows[fi].results = results;
+    (grew, callee_grew)
+}
+
 /// Computes the flow facts of the whole program.
 pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
     let n = program.functions.len();
     let syn = Syntactic::new(program, roles);
+    // Functions whose returns reach only the calls the flow links ([`Node::Result`]): called
+    // directly somewhere, and never used as a value (which code not followed may call).
+    let mut called = vec![false; n];
+    for f in &program.functions {
+        for e in f.body.iter().flat_map(|c| &c.edges) {
+            if let Op::Call {
+                callee: Callee::Direct(g),
+                ..
+            } = &e.op
+                && let Some(c) = called.get_mut(g.0 as usize)
+            {
+                *c = true;
+            }
+        }
+    }
+    for g in syn.address_taken() {
+        if let Some(c) = called.get_mut(g.0 as usize) {
+            *c = false;
+        }
+    }
     let mut flows: Vec<FnFlow> = (0..n)
-        .map(|i| function_flow(program, roles, &syn, FuncId(i as u32)))
+        .map(|i| function_flow(program, roles, &syn, FuncId(i as u32), !called[i]))
         .collect();
     // Parameters (and their objects' contents) that escape, to a fixpoint.
     loop {
@@ -769,9 +956,39 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                         grew = true;
                     }
                 }
+                // What the callee stores into the objects of this argument escapes unless
+                // they are the caller's own, unpublished objects.
+                let r = fl.find(class);
+                let not_owned = fl.foreign.contains(&r) || fl.contents_escaped(class);
+                if k != VARIADIC
+                    && not_owned
+                    && let Some(cf) = flows.get_mut(g.0 as usize)
+                {
+                    let stored: Vec<u32> = cf
+                        .param_stores
+                        .iter()
+                        .filter(|(_, at)| *at == k)
+                        .map(|(v, _)| *v)
+                        .collect();
+                    let mut callee_grew = false;
+                    for v in stored {
+                        if !cf.class_escaped(v) {
+                            cf.escape(v);
+                            callee_grew = true;
+                        }
+                    }
+                    if callee_grew {
+                        cf.close();
+                        changed = true;
+                    }
+                }
             }
             flows[fi].passes = passes;
+            let (linked, callee_grew) = link_results(&mut flows, fi);
+            grew |= linked;
+            changed |= callee_grew;
             if grew {
+                flows[fi].settle_stores();
                 flows[fi].close();
                 changed = true;
             }
@@ -800,11 +1017,17 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                     }
                 }
                 Node::Site(e) => {
-                    if !fl.escaped(k) {
+                    if fl.escaped(k) {
+                        tracing::trace!(
+                            func = %program.function(func).name,
+                            edge = e.0,
+                            "allocation escapes"
+                        );
+                    } else {
                         out.private_sites.insert((func, e));
                     }
                 }
-                Node::Value(_) | Node::Variadic => {}
+                Node::Value(_) | Node::Variadic | Node::Return | Node::Result(_) => {}
             }
         }
     }

@@ -16,13 +16,18 @@
 //! (`&q->f`, `q + k`), are stored into the function's own objects (a local struct or array, a
 //! local allocation: the stored value joins the object's contents), passed to a library
 //! function that does not keep them (`getaddrinfo(.., &res)`, `snprintf(buf, ..)`), or to a
-//! parameter of a defined function that does the same with it. An object *escapes* when an
-//! address of it is stored into a global, into memory reached from a parameter or from a
-//! pointer the function does not follow (read from a global, returned by a call, made from an
-//! integer), into an object that escapes, returned, passed to a thread creation, kept by a
-//! library, passed to an unknown function or a call through a pointer, or used by inline
-//! assembly; an object that does not escape races with nothing (two instances of a thread
-//! function each have their own).
+//! parameter of a defined function that does the same with it. What a defined function
+//! returns flows into its callers' results (an allocation wrapper's objects stay private when
+//! every caller keeps them private), and what it stores into the objects its parameter points
+//! to (`m->body = b`) escapes only when some caller's argument objects are not the caller's
+//! own. An object *escapes* when an address of it is stored into a global, into memory
+//! reached from a pointer the function does not follow (read from a global, returned by a
+//! library call, made from an integer) or deeper than one level behind a parameter, into an
+//! object that escapes, returned from a function code we do not see may call (a thread entry,
+//! a function whose address is taken), passed to a thread creation, kept by a library, passed
+//! to an unknown function or a call through a pointer, or used by inline assembly; an object
+//! that does not escape races with nothing (two instances of a thread function each have
+//! their own).
 //!
 //! Sound with respect to the C semantics up to the library specification (a function whose
 //! specification does not say it keeps a pointer does not) and the usual assumption that an
