@@ -85,6 +85,13 @@ struct FnFlow {
     /// The classes (roots) of memory the function does not own: parameters, untrusted
     /// classes and their contents (computed by `settle_stores`).
     foreign: FxHashSet<u32>,
+    /// The part of `foreign` that is not just a parameter's value: untrusted classes and
+    /// what they and the parameters point to.
+    deep: FxHashSet<u32>,
+    /// Callees' deferred stores into the objects of this function's parameters, passed on
+    /// (the function passes its own parameter to the callee), as (function whose class it
+    /// is, value class, this function's parameter position).
+    adopted: Vec<(FuncId, u32, usize)>,
 }
 
 impl FnFlow {
@@ -260,6 +267,23 @@ impl FnFlow {
         }
         self.stores = stores;
         self.foreign = foreign;
+        self.deep = deep;
+    }
+
+    /// The deferred stores into the objects of parameter `k` (this function's own and those
+    /// its callees passed on), as (function whose class it is, value class).
+    fn deferred(&self, me: FuncId, k: usize) -> Vec<(FuncId, u32)> {
+        let own = self
+            .param_stores
+            .iter()
+            .filter(|(_, at)| *at == k)
+            .map(|(v, _)| (me, *v));
+        let adopted = self
+            .adopted
+            .iter()
+            .filter(|(_, _, at)| *at == k)
+            .map(|(f, v, _)| (*f, *v));
+        own.chain(adopted).collect()
     }
 }
 
@@ -350,7 +374,9 @@ fn carried(
         },
         ExprKind::AddrOf(lv) => match &lv.host {
             Host::Var(Var::Local(l)) => out.push(fl.node(Node::Addr(*l))),
-            Host::Var(Var::Global(_)) => {}
+            // A global object: memory the function does not own (what a callee stores into
+            // it escapes).
+            Host::Var(Var::Global(_)) => out.push(fl.unknown()),
             Host::Deref(p) => carried(program, fl, p, track, out),
         },
         ExprKind::Cast(a) => {
@@ -957,29 +983,48 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                     }
                 }
                 // What the callee stores into the objects of this argument escapes unless
-                // they are the caller's own, unpublished objects.
+                // they are the caller's own, unpublished objects; when the argument is the
+                // caller's own parameter, the caller's callers decide (passed on).
+                if k == VARIADIC {
+                    continue;
+                }
                 let r = fl.find(class);
-                let not_owned = fl.foreign.contains(&r) || fl.contents_escaped(class);
-                if k != VARIADIC
-                    && not_owned
-                    && let Some(cf) = flows.get_mut(g.0 as usize)
-                {
-                    let stored: Vec<u32> = cf
-                        .param_stores
-                        .iter()
-                        .filter(|(_, at)| *at == k)
-                        .map(|(v, _)| *v)
-                        .collect();
-                    let mut callee_grew = false;
-                    for v in stored {
-                        if !cf.class_escaped(v) {
-                            cf.escape(v);
-                            callee_grew = true;
+                let contents_escaped = fl.contents_escaped(class);
+                let own_param = (!fl.unseen_callers && !fl.deep.contains(&r))
+                    .then(|| {
+                        let at = fl.param_at.clone();
+                        at.iter().position(|c| c.is_some_and(|c| fl.find(c) == r))
+                    })
+                    .flatten();
+                let not_owned = fl.foreign.contains(&r) || contents_escaped;
+                if !not_owned {
+                    continue;
+                }
+                let deferred = match flows.get(g.0 as usize) {
+                    Some(cf) => cf.deferred(g, k),
+                    None => continue,
+                };
+                match own_param {
+                    Some(k2) if !contents_escaped => {
+                        let fl = &mut flows[fi];
+                        for (h, v) in deferred {
+                            if !fl.adopted.contains(&(h, v, k2)) {
+                                fl.adopted.push((h, v, k2));
+                                changed = true;
+                            }
                         }
                     }
-                    if callee_grew {
-                        cf.close();
-                        changed = true;
+                    _ => {
+                        for (h, v) in deferred {
+                            let Some(hf) = flows.get_mut(h.0 as usize) else {
+                                continue;
+                            };
+                            if !hf.class_escaped(v) {
+                                hf.escape(v);
+                                hf.close();
+                                changed = true;
+                            }
+                        }
                     }
                 }
             }
