@@ -20,8 +20,10 @@
 //!   iteration, passed to the thread as its argument through casts that keep its value apart
 //!   (`(void *)i`), or as the address of the counter's element (`&a[i]`, `a + i`). The counter
 //!   moves by steps of one in one direction and nothing else writes it in the loop, every path
-//!   from one create to the next takes a step, and the loop runs once per program (in the entry
-//!   of a unique thread, not nested in another loop, never entered again once left), so each
+//!   from one create to the next takes a step, and the loop runs once per program (in a
+//!   function that runs once per run of a unique thread: its entry, or a function the entry
+//!   reaches through calls that are each the only call of their callee and outside loops; not
+//!   nested in another loop, never entered again once left), so each
 //!   thread of the create statement (peeled copies included, [`crate::ir::unroll`]) gets its own
 //!   value. Inside the thread, the entry's parameter and locals copied once from it hold that
 //!   value. The creator's own accesses to the counter's element before the create of that
@@ -164,6 +166,8 @@ struct LoopFamily {
     id: (FuncId, EdgeId),
     /// The creating thread (for counters: one thread runs the loop once).
     parent: Option<ThreadId>,
+    /// The creating thread's function context running the loop (for counters).
+    creator_ctx: Option<FnCtxId>,
     /// The counter, or the local holding the fresh object.
     counter: LocalId,
     /// Width of the passed value in bits.
@@ -330,10 +334,11 @@ impl Slots {
             }
         }
         let ix = indexed?;
-        if root && let Some(fams) = self.creators.get(&tc.thread) {
+        if let Some(fams) = self.creators.get(&tc.thread) {
             for &k in fams {
                 let fam = &self.families[k];
                 if fam.id.0 == func
+                    && fam.creator_ctx == Some(ctx)
                     && fam.region.get(node.0 as usize).copied().unwrap_or(false)
                     && chain_local(types, ix.index, fam.bits) == Some(fam.counter)
                     && before_create(fam)
@@ -609,6 +614,48 @@ fn called_in(tc: &ThreadContexts, func: FuncId) -> bool {
     tc.calls.values().flatten().any(|t| t.func == func)
 }
 
+/// Whether `func` runs at most once per run of the thread entry `entry` (itself never called):
+/// following its callers upwards, each function on the way has exactly one call statement
+/// in the program, outside any loop of its caller, no function on the way has its address
+/// taken, and the chain reaches `entry` (the `main-helper` shape: `main` calls `run` once,
+/// `run` creates the threads).
+fn runs_once(program: &Program, taken: &FxHashSet<FuncId>, entry: FuncId, func: FuncId) -> bool {
+    let mut cur = func;
+    let mut seen = FxHashSet::default();
+    while cur != entry {
+        if !seen.insert(cur) || taken.contains(&cur) {
+            return false;
+        }
+        let mut sites = Vec::new();
+        for (gi, g) in program.functions.iter().enumerate() {
+            let Some(cfg) = &g.body else { continue };
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                if let Op::Call {
+                    callee: Callee::Direct(h),
+                    ..
+                } = &e.op
+                    && *h == cur
+                {
+                    sites.push((FuncId(gi as u32), EdgeId(ei as u32)));
+                }
+            }
+        }
+        let [(caller, edge)] = sites.as_slice() else {
+            return false;
+        };
+        let Some(cfg) = &program.function(*caller).body else {
+            return false;
+        };
+        let e = cfg.edge(*edge);
+        // Inside a loop: the call's target node leads back to its source.
+        if cfg.reaches(e.dst, e.src, &[]) {
+            return false;
+        }
+        cur = *caller;
+    }
+    true
+}
+
 /// The create loops of a program whose threads get distinct values.
 fn loop_families<'p, B: Backend<'p>>(
     program: &Program,
@@ -619,6 +666,7 @@ fn loop_families<'p, B: Backend<'p>>(
 ) -> Vec<LoopFamily> {
     let types = &program.types;
     let int_size = types.size_of(types.common.int).unwrap_or(4);
+    let taken_funcs = crate::ir::specialise::address_taken(program);
     let mut out = Vec::new();
     for (fi, f) in program.functions.iter().enumerate() {
         let func = FuncId(fi as u32);
@@ -818,9 +866,20 @@ fn loop_families<'p, B: Backend<'p>>(
             }
             let p = graph.thread(parent);
             let ptc = graph.contexts(parent);
-            if !p.unique || p.in_cycle || p.entry != func || called_in(ptc, func) {
+            if !p.unique || p.in_cycle || called_in(ptc, p.entry) {
                 continue;
             }
+            // The function context running the loop: the parent's entry, or a function the
+            // entry reaches through calls that each run once ([`runs_once`]).
+            let creator_ctx = if p.entry == func {
+                ptc.entry
+            } else {
+                let ctxs: Vec<FnCtxId> = ptc.ids().filter(|c| ptc.ctx(*c).func == func).collect();
+                match ctxs.as_slice() {
+                    [c] if runs_once(program, &taken_funcs, p.entry, func) => *c,
+                    _ => continue,
+                }
+            };
             // For an address argument, element 0 is at one offset at every create.
             let kind = match &elem {
                 None => KeyKind::Counter,
@@ -828,10 +887,10 @@ fn loop_families<'p, B: Backend<'p>>(
                     let mut origin = None;
                     let mut ok = true;
                     for x in &all {
-                        if !locksets.reachable(parent, ptc.entry, cfg.edge(*x).src) {
+                        if !locksets.reachable(parent, creator_ctx, cfg.edge(*x).src) {
                             continue;
                         }
-                        match ix.origin_offset(backend, &ptc.context(ptc.entry, *x)) {
+                        match ix.origin_offset(backend, &ptc.context(creator_ctx, *x)) {
                             Some(o) if origin.is_none_or(|p| p == o) => origin = Some(o),
                             _ => ok = false,
                         }
@@ -847,6 +906,7 @@ fn loop_families<'p, B: Backend<'p>>(
             out.push(LoopFamily {
                 id: (func, c),
                 parent: Some(parent),
+                creator_ctx: Some(creator_ctx),
                 counter,
                 bits,
                 kind,
@@ -908,6 +968,7 @@ fn object_family(
     Some(LoopFamily {
         id: (func, c),
         parent: None,
+        creator_ctx: None,
         counter: t,
         bits: pointer_bits(&program.types),
         kind: KeyKind::Object,
