@@ -258,6 +258,9 @@ struct Signature {
     /// For an access through a pointer to a member (`p->f`, `p->a[i]`), the struct and the
     /// bytes of it the member occupies ([`member_range`]).
     member: Option<(CompId, ByteRange)>,
+    /// For an access to a member of an array element of struct type (`a[i].f`, `p->f`), the
+    /// struct and the bytes of it touched ([`element_member`]).
+    elem_member: Option<(CompId, ByteRange)>,
     /// For an access to a declared object (a global or a local), the class of its declared
     /// type ([`TypeClass::of`]: arrays by their element).
     declared: Option<TypeClass>,
@@ -323,6 +326,82 @@ fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, Byt
     Some((*comp, ByteRange { lo, hi: end }))
 }
 
+/// The struct `S` and the bytes `[lo, hi)` of it that an access to a member of an `S` touches,
+/// when the `S` is an array element picked by an index the lvalue does not fix (`a[i].f`,
+/// `s.tab[k].g`) or the pointee of a pointer (`p->f`, [`member_range`]): two accesses to one
+/// object at disjoint bytes of `S` touch different bytes whatever the indices, since the
+/// elements of an `S` array lie at multiples of `sizeof(S)` from its start (C11 §6.5.2.1,
+/// §6.2.5p20; the typed argument of [`member_range`] for pointers). Issue "Real programs",
+/// item 4: fields stay distinct when an array index is unknown.
+fn element_member(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, ByteRange)> {
+    let AccessSite::Lval(lv) = site else {
+        return None;
+    };
+    let types = &program.types;
+    let is_const = |ix: &crate::ir::Expr| {
+        matches!(
+            crate::ir::visit::strip_casts(ix).kind,
+            crate::ir::ExprKind::Int(_)
+        )
+    };
+    let last = lv
+        .proj
+        .iter()
+        .rposition(|p| matches!(p, crate::ir::Proj::Index(ix) if !is_const(ix)));
+    let Some(k) = last else {
+        return match lv.host {
+            Host::Deref(_) => member_range(program, site),
+            Host::Var(_) => None,
+        };
+    };
+    // The type the projection starts from, then the element type at the last variable index.
+    let mut ty = match &lv.host {
+        Host::Var(v) => match v {
+            crate::ir::Var::Global(g) => program.global(*g).ty,
+            crate::ir::Var::Local(_) => return None,
+        },
+        Host::Deref(p) => types.pointee(p.ty)?,
+    };
+    for pr in &lv.proj[..=k] {
+        ty = match pr {
+            crate::ir::Proj::Field { comp, index } => {
+                types.comp(*comp).fields.get(*index as usize)?.ty
+            }
+            crate::ir::Proj::Index(_) => match types.kind(ty) {
+                TypeKind::Array { elem, .. } => *elem,
+                _ => return None,
+            },
+        };
+    }
+    let TypeKind::Comp(comp) = types.kind(ty) else {
+        return None;
+    };
+    let comp = *comp;
+    let (mut lo, mut cur) = (0u64, ty);
+    for pr in &lv.proj[k + 1..] {
+        match pr {
+            crate::ir::Proj::Field { comp: c, index } => {
+                let f = types.comp(*c).fields.get(*index as usize)?;
+                if f.bit_field.is_some() {
+                    return None;
+                }
+                lo = lo.checked_add(f.offset)?;
+                cur = f.ty;
+            }
+            crate::ir::Proj::Index(ix) => {
+                let TypeKind::Array { elem, .. } = types.kind(cur) else {
+                    return None;
+                };
+                let n = u64::try_from(crate::ir::visit::strip_casts(ix).as_int()?).ok()?;
+                lo = lo.checked_add(n.checked_mul(types.size_of(*elem)?)?)?;
+                cur = *elem;
+            }
+        }
+    }
+    let hi = lo.checked_add(types.size_of(cur)?)?;
+    Some((comp, ByteRange { lo, hi }))
+}
+
 /// The class of the declared type of the object a target names, for globals and locals
 /// (heap objects and library state have none).
 fn declared_class(program: &Program, target: Target) -> Option<TypeClass> {
@@ -386,6 +465,7 @@ fn detect_on<'p, B: Backend<'p>>(
             active: a.active.clone(),
             inst_locks: a.inst_locks.clone(),
             member: member_range(program, &a.mem.site),
+            elem_member: element_member(program, &a.mem.site),
             declared: declared_class(program, a.mem.target),
             slot: a.slot,
         };
@@ -707,6 +787,13 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         // Bytes.
         if let (Target::Addr(x), Target::Addr(y)) = (a.target, b.target) {
             if x.base != y.base || !x.range.overlaps(&y.range) {
+                return None;
+            }
+            // Different members of the elements of one struct array.
+            if let (Some((sa, ra)), Some((sb, rb))) = (a.elem_member, b.elem_member)
+                && sa == sb
+                && !ra.overlaps(&rb)
+            {
                 return None;
             }
             if per_thread(inp.program, &x.base) && a.direct && b.direct {
