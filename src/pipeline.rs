@@ -907,9 +907,12 @@ fn holds_data_pointer(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId
 }
 
 /// The first busy-waiting loop of a function: a cycle whose only effects are tests (of shared
-/// memory or through atomic calls), local assignments, and calls without memory effects.
+/// memory or through atomic calls), local assignments, and calls without memory effects, and
+/// that is not a counted loop (`for (i = 0; i < n; i++) sum += a[i];` ends whatever other
+/// threads do: [`crate::mhp::loops::counted_loops`]).
 fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
     let cfg = program.function(func).body.as_ref()?;
+    let counted = crate::mhp::loops::counted_loops(program, roles, func, false);
     let in_loop = crate::threads::loop_nodes(cfg);
     let mut g: petgraph::graph::DiGraph<(), usize> = petgraph::graph::DiGraph::new();
     for _ in 0..cfg.nodes.len() {
@@ -942,6 +945,14 @@ fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
     }
     for inner in inner_edges {
         if inner.is_empty() {
+            continue;
+        }
+        let terminates = counted.iter().any(|l| {
+            inner
+                .iter()
+                .all(|e| l.body.get(e.src.0 as usize).copied().unwrap_or(false))
+        });
+        if terminates {
             continue;
         }
         let mut reads_shared = false;

@@ -860,3 +860,50 @@ fn in_process_preprocessor_learns_query_answers() {
     assert_eq!(run("1"), first, "from the cached answers");
     assert_eq!(run("0"), first, "the system preprocessor agrees");
 }
+
+/// The imprecision entries of a JSON report of `src` (a C program).
+fn imprecision_of(src: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("prog.c");
+    std::fs::write(&file, src).expect("write");
+    let out = racedar()
+        .args(["check", "--no-concrete", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    v["imprecision"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn busy_waiting_is_a_loop_that_waits_for_shared_memory() {
+    let common = "#include <pthread.h>\nint flag; int a[8];\n\
+                  void *t(void *x) { a[1] = 1; flag = 1; return x; }\n";
+    // A flag loop waits for another thread: it may order the threads.
+    let spin = format!(
+        "{common}int main(void) {{ pthread_t id; pthread_create(&id, 0, t, 0);\n\
+         while (!flag) {{}}\n return a[1]; }}\n"
+    );
+    let found = imprecision_of(&spin);
+    assert!(
+        found.iter().any(|i| i.contains("busy-waiting loop")),
+        "{found:?}"
+    );
+    // A counted loop reading shared memory ends whatever other threads do.
+    let counted = format!(
+        "{common}int main(void) {{ pthread_t id; int s = 0; pthread_create(&id, 0, t, 0);\n\
+         pthread_join(id, 0);\n for (int i = 0; i < 8; i++) s += a[i];\n return s; }}\n"
+    );
+    let found = imprecision_of(&counted);
+    assert!(
+        !found.iter().any(|i| i.contains("busy-waiting loop")),
+        "{found:?}"
+    );
+}
