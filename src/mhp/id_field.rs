@@ -39,11 +39,50 @@ pub(super) fn written_only_by(
             .iter()
             .any(|p| matches!(p, Proj::Field { comp: c, index } if *c == comp && *index == field))
     };
+    let (id_lo, id_hi) = (
+        f.offset,
+        f.offset + types.size_of(f.ty).unwrap_or(u64::MAX / 2),
+    );
+    // A member access `p->g…` through a pointer to a struct: it writes inside an object of
+    // that struct (C11 §6.5.2.3), so not the field when the struct neither holds `comp` nor is
+    // `comp` with `g`'s bytes apart from the field's.
+    let other_member = |lv: &Lval| {
+        let Host::Deref(p) = &lv.host else {
+            return false;
+        };
+        let Some(Proj::Field { comp: c, index }) = lv.proj.first() else {
+            return false;
+        };
+        if types.pointee(p.ty).map(|t| types.kind(t)) != Some(&TypeKind::Comp(*c)) {
+            return false;
+        }
+        if *c != comp {
+            return !contains_comp(
+                types,
+                types
+                    .comp(*c)
+                    .fields
+                    .get(*index as usize)
+                    .map_or(lv.ty, |g| g.ty),
+                comp,
+                0,
+            ) && !contains_comp(types, lv.ty, comp, 0);
+        }
+        let Some(g) = types.comp(*c).fields.get(*index as usize) else {
+            return false;
+        };
+        let Some(size) = types.size_of(g.ty) else {
+            return false;
+        };
+        *index != field && (g.offset + size <= id_lo || g.offset >= id_hi)
+    };
     // An lvalue that may write the field's bytes.
     let may_write = |lv: &Lval| {
         names_field(lv)
             || contains_comp(types, lv.ty, comp, 0)
-            || (matches!(lv.host, Host::Deref(_)) && aliases_int(types, lv.ty, id_kind))
+            || (matches!(lv.host, Host::Deref(_))
+                && aliases_int(types, lv.ty, id_kind)
+                && !other_member(lv))
     };
     // A pointer argument through which a callee may write the field.
     let risky_pointer = |e: &Expr| {

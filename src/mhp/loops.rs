@@ -354,18 +354,48 @@ fn created_slot(e: &Expr) -> Option<Slot> {
 /// A field of a struct (struct, member index) holding a thread id.
 type IdField = (CompId, u32);
 
+/// Where a slot keeps its thread id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IdAt {
+    /// In the element: `a[i]` is a thread id.
+    Element,
+    /// In a field of the object the element points to (`a[i]->tid`).
+    Pointed(IdField),
+    /// In a field of the element (`a[i].tid`, `(a + i)->tid`).
+    Member(IdField),
+}
+
+/// The element field an lvalue designates: `a[i].f` for a local array, `(a + i)->f` for a
+/// local pointer.
+fn member_slot(lv: &Lval) -> Option<(Slot, IdField)> {
+    match (&lv.host, lv.proj.as_slice()) {
+        (Host::Var(Var::Local(a)), [Proj::Index(i), Proj::Field { comp, index }]) => Some((
+            Slot {
+                array: *a,
+                index: local_of(i)?,
+            },
+            (*comp, *index),
+        )),
+        (Host::Deref(p), [Proj::Field { comp, index }]) => Some((slot_of_ptr(p)?, (*comp, *index))),
+        _ => None,
+    }
+}
+
 /// The slot a join's thread-id argument reads: `a[i]`, or the id field of the object `a[i]`
 /// points to (`a[i]->tid`).
-fn joined_slot(e: &Expr) -> Option<(Slot, Option<IdField>)> {
+fn joined_slot(e: &Expr) -> Option<(Slot, IdAt)> {
     let ExprKind::Load(lv) = &strip_casts(e).kind else {
         return None;
     };
     if let Some(s) = slot_of_lval(lv) {
-        return Some((s, None));
+        return Some((s, IdAt::Element));
+    }
+    if let Some((s, f)) = member_slot(lv) {
+        return Some((s, IdAt::Member(f)));
     }
     match (&lv.host, lv.proj.as_slice()) {
         (Host::Deref(p), [Proj::Field { comp, index }]) => match &strip_casts(p).kind {
-            ExprKind::Load(inner) => Some((slot_of_lval(inner)?, Some((*comp, *index)))),
+            ExprKind::Load(inner) => Some((slot_of_lval(inner)?, IdAt::Pointed((*comp, *index)))),
             _ => None,
         },
         _ => None,
@@ -614,14 +644,19 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
     // Classify every edge that mentions a local: creates and joins through slots, whole
     // assignments and frees of pointers; anything else disqualifies the local as an array.
     let (carried, carrier_stores) = carried_creates(cfg, roles);
-    let mut creates: FxHashMap<LocalId, Vec<(EdgeId, LocalId, Option<IdField>)>> =
-        FxHashMap::default();
-    let mut joins: FxHashMap<LocalId, Vec<(EdgeId, LocalId, Option<IdField>)>> =
-        FxHashMap::default();
+    let mut creates: FxHashMap<LocalId, Vec<(EdgeId, LocalId, IdAt)>> = FxHashMap::default();
+    let mut joins: FxHashMap<LocalId, Vec<(EdgeId, LocalId, IdAt)>> = FxHashMap::default();
     // Frees of the objects array elements point to (`free(a[i])`), by array.
     let mut element_frees: FxHashMap<LocalId, Vec<(EdgeId, LocalId)>> = FxHashMap::default();
     let mut sets: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
     let mut bad: FxHashSet<LocalId> = FxHashSet::default();
+    // Arrays whose elements keep the ids in a field, and the frees of whole arrays.
+    let mut member_arrays: FxHashSet<LocalId> = FxHashSet::default();
+    let mut array_frees: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
+    let mut addr_taken = FxHashSet::default();
+    walk_cfg_addr_taken(cfg, &mut |l| {
+        addr_taken.insert(l);
+    });
     for (i, e) in cfg.edges.iter().enumerate() {
         let id = EdgeId(i as u32);
         let mut allowed: Option<LocalId> = None;
@@ -639,19 +674,35 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
             };
             match roles.of_call(&e.op).cloned() {
                 Some(Role::ThreadCreate { thread_id, .. }) => {
+                    let member = args
+                        .get(thread_id)
+                        .and_then(|a| match &strip_casts(a).kind {
+                            ExprKind::AddrOf(lv) => member_slot(lv),
+                            _ => None,
+                        });
                     if let Some((s, field)) = carried.get(&id) {
-                        creates
-                            .entry(s.array)
-                            .or_default()
-                            .push((id, s.index, Some(*field)));
+                        creates.entry(s.array).or_default().push((
+                            id,
+                            s.index,
+                            IdAt::Pointed(*field),
+                        ));
                     } else if let Some(s) = args.get(thread_id).and_then(created_slot)
                         && only_in(s.array, thread_id)
                     {
                         creates
                             .entry(s.array)
                             .or_default()
-                            .push((id, s.index, None));
+                            .push((id, s.index, IdAt::Element));
                         allowed = Some(s.array);
+                    } else if let Some((s, field)) = member {
+                        // Other uses of the array are checked through the field
+                        // (`id_field::written_only_by`).
+                        creates.entry(s.array).or_default().push((
+                            id,
+                            s.index,
+                            IdAt::Member(field),
+                        ));
+                        member_arrays.insert(s.array);
                     }
                 }
                 Some(Role::ThreadJoin { thread_id }) => {
@@ -663,6 +714,9 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
                     }
                 }
                 Some(Role::Free { ptr }) => {
+                    if let Some(a) = args.get(ptr).and_then(local_of) {
+                        array_frees.entry(a).or_default().push(id);
+                    }
                     allowed = args
                         .get(ptr)
                         .and_then(local_of)
@@ -718,7 +772,7 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         if leaves_elsewhere {
             continue;
         }
-        let in_body: Vec<(LocalId, EdgeId, Option<IdField>)> = joins
+        let in_body: Vec<(LocalId, EdgeId, IdAt)> = joins
             .iter()
             .flat_map(|(a, v)| v.iter().map(move |(e, idx, f)| (*a, *e, *idx, *f)))
             .filter(|(_, e, idx, _)| {
@@ -730,7 +784,16 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
             continue;
         };
         let (array, join_edge, field) = (*array, *join_edge, *field);
-        if bad.contains(&array) || joins.get(&array).is_some_and(|v| v.len() != 1) {
+        // Other uses of an array whose elements keep the ids in a field are allowed when
+        // nothing but the creates writes that field (checked below) and the array local is
+        // never reached through its address.
+        let member = matches!(field, IdAt::Member(_));
+        let misused = if member {
+            addr_taken.contains(&array)
+        } else {
+            bad.contains(&array) || member_arrays.contains(&array)
+        };
+        if misused || joins.get(&array).is_some_and(|v| v.len() != 1) {
             continue;
         }
         // The join runs on every iteration: without it, the head is unreachable again (the
@@ -805,9 +868,29 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
         if !ok {
             continue;
         }
+        // Ids kept in the elements' field: nothing else writes the field, and the array is
+        // freed only once the join loop is over.
+        if let IdAt::Member((comp, index)) = field {
+            let creates: Vec<(FuncId, EdgeId)> = create_edges.iter().map(|e| (func, *e)).collect();
+            let frees: Vec<(FuncId, EdgeId)> = array_frees
+                .get(&array)
+                .into_iter()
+                .flatten()
+                .filter(|e| {
+                    let src = cfg.edge(**e).src;
+                    create_edges
+                        .iter()
+                        .all(|c| !cfg.reaches(cfg.edge(*c).dst, src, &[j_loop.exit]))
+                })
+                .map(|e| (func, *e))
+                .collect();
+            if !super::id_field::written_only_by(program, roles, comp, index, &creates, &frees) {
+                continue;
+            }
+        }
         // Ids kept in the objects' fields: nothing else writes the field, and the objects
         // are freed only through the array.
-        if let Some((comp, index)) = field {
+        if let IdAt::Pointed((comp, index)) = field {
             let creates: Vec<(FuncId, EdgeId)> = create_edges.iter().map(|e| (func, *e)).collect();
             // Objects are freed after their join: in the join loop after the join of the
             // current element, or once the join loop is over.
