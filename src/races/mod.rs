@@ -287,9 +287,20 @@ fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, Byt
     if !matches!(lv.proj.first(), Some(crate::ir::Proj::Field { .. })) {
         return None;
     }
-    let mut ty = pointee;
+    Some((*comp, proj_bytes(types, pointee, &lv.proj)?))
+}
+
+/// The bytes `[lo, hi)` that the projection `proj` selects inside an object of type `start`:
+/// field offsets and constant indices exactly, a variable index the whole array from there on;
+/// `None` for a bit-field or a type without a size.
+fn proj_bytes(
+    types: &TypeTable,
+    start: crate::ir::TypeId,
+    proj: &[crate::ir::Proj],
+) -> Option<ByteRange> {
+    let mut ty = start;
     let (mut lo, mut hi): (u64, Option<u64>) = (0, None);
-    for pr in &lv.proj {
+    for pr in proj {
         match pr {
             crate::ir::Proj::Field { comp: c, index } => {
                 let f = types.comp(*c).fields.get(*index as usize)?;
@@ -323,7 +334,7 @@ fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, Byt
         Some(h) => h,
         None => lo.checked_add(types.size_of(ty)?)?,
     };
-    Some((*comp, ByteRange { lo, hi: end }))
+    Some(ByteRange { lo, hi: end })
 }
 
 /// The struct `S` and the bytes `[lo, hi)` of it that an access to a member of an `S` touches,
@@ -376,30 +387,8 @@ fn element_member(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, B
     let TypeKind::Comp(comp) = types.kind(ty) else {
         return None;
     };
-    let comp = *comp;
-    let (mut lo, mut cur) = (0u64, ty);
-    for pr in &lv.proj[k + 1..] {
-        match pr {
-            crate::ir::Proj::Field { comp: c, index } => {
-                let f = types.comp(*c).fields.get(*index as usize)?;
-                if f.bit_field.is_some() {
-                    return None;
-                }
-                lo = lo.checked_add(f.offset)?;
-                cur = f.ty;
-            }
-            crate::ir::Proj::Index(ix) => {
-                let TypeKind::Array { elem, .. } = types.kind(cur) else {
-                    return None;
-                };
-                let n = u64::try_from(crate::ir::visit::strip_casts(ix).as_int()?).ok()?;
-                lo = lo.checked_add(n.checked_mul(types.size_of(*elem)?)?)?;
-                cur = *elem;
-            }
-        }
-    }
-    let hi = lo.checked_add(types.size_of(cur)?)?;
-    Some((comp, ByteRange { lo, hi }))
+    // After the last variable index, every index is a constant: exact bytes.
+    Some((*comp, proj_bytes(types, ty, &lv.proj[k + 1..])?))
 }
 
 /// The class of the declared type of the object a target names, for globals and locals
