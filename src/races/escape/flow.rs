@@ -602,16 +602,15 @@ fn function_flow(
                 store(&mut fl, &vals, &target);
             }
             Op::Return(Some(x)) => {
-                // Into the caller's result ([`Node::Return`]); away when code the analysis
-                // does not see may call the function.
+                // Into the callers' results ([`Node::Return`]); when code the analysis does
+                // not see may call the function, the returns escape, and so do the results of
+                // the calls it does see (they are linked to the same class).
                 let vals = classes(program, &mut fl, x, &track);
                 let r = fl.node(Node::Return);
-                let target = if unseen_callers {
-                    Target::Away
-                } else {
-                    Target::Value(r)
-                };
-                store(&mut fl, &vals, &target);
+                store(&mut fl, &vals, &Target::Value(r));
+                if unseen_callers {
+                    fl.escape(r);
+                }
             }
             Op::Asm { inputs, .. } => {
                 for x in inputs {
