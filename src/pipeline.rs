@@ -912,7 +912,8 @@ fn holds_data_pointer(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId
 /// threads do: [`crate::mhp::loops::counted_loops`]).
 fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
     let cfg = program.function(func).body.as_ref()?;
-    let counted = crate::mhp::loops::counted_loops(program, roles, func, false);
+    // Computed once a candidate is found (most functions have none).
+    let mut counted: Option<Vec<crate::mhp::loops::CountedLoop>> = None;
     let in_loop = crate::threads::loop_nodes(cfg);
     let mut g: petgraph::graph::DiGraph<(), usize> = petgraph::graph::DiGraph::new();
     for _ in 0..cfg.nodes.len() {
@@ -945,14 +946,6 @@ fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
     }
     for inner in inner_edges {
         if inner.is_empty() {
-            continue;
-        }
-        let terminates = counted.iter().any(|l| {
-            inner
-                .iter()
-                .all(|e| l.body.get(e.src.0 as usize).copied().unwrap_or(false))
-        });
-        if terminates {
             continue;
         }
         let mut reads_shared = false;
@@ -997,7 +990,18 @@ fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
             }
             _ => false,
         });
-        if quiet && reads_shared {
+        if !(quiet && reads_shared) {
+            continue;
+        }
+        let terminates = counted
+            .get_or_insert_with(|| crate::mhp::loops::counted_loops(program, roles, func, false))
+            .iter()
+            .any(|l| {
+                inner
+                    .iter()
+                    .all(|e| l.body.get(e.src.0 as usize).copied().unwrap_or(false))
+            });
+        if !terminates {
             return inner.iter().map(|e| e.loc).min();
         }
     }

@@ -56,21 +56,13 @@ pub(super) fn written_only_by(
         if types.pointee(p.ty).map(|t| types.kind(t)) != Some(&TypeKind::Comp(*c)) {
             return false;
         }
-        if *c != comp {
-            return !contains_comp(
-                types,
-                types
-                    .comp(*c)
-                    .fields
-                    .get(*index as usize)
-                    .map_or(lv.ty, |g| g.ty),
-                comp,
-                0,
-            ) && !contains_comp(types, lv.ty, comp, 0);
-        }
         let Some(g) = types.comp(*c).fields.get(*index as usize) else {
             return false;
         };
+        // The lvalue lies inside member `g`.
+        if *c != comp {
+            return !contains_comp(types, g.ty, comp, 0);
+        }
         let Some(size) = types.size_of(g.ty) else {
             return false;
         };

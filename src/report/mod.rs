@@ -139,14 +139,15 @@ pub struct RaceReport {
 /// certain pair), the other races' accesses follow (each once, within
 /// [`MAX_LISTED_ACCESSES`]), and the reasons of may-races are joined without repetition.
 fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
-    let mut order: Vec<String> = Vec::new();
-    let mut groups: BTreeMap<String, Vec<RaceReport>> = BTreeMap::new();
+    // Groups in the order of their first race.
+    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut groups: Vec<Vec<RaceReport>> = Vec::new();
     for r in races {
-        let g = groups.entry(r.fingerprint.clone()).or_default();
-        if g.is_empty() {
-            order.push(r.fingerprint.clone());
-        }
-        g.push(r);
+        let k = *index.entry(r.fingerprint.clone()).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[k].push(r);
     }
     let key = |a: &AccessReport| {
         (
@@ -158,11 +159,8 @@ fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
             a.call_chain.clone(),
         )
     };
-    let mut out = Vec::with_capacity(order.len());
-    for fp in order {
-        let Some(mut group) = groups.remove(&fp) else {
-            continue;
-        };
+    let mut out = Vec::with_capacity(groups.len());
+    for mut group in groups {
         // Stable: the first must-race, else the first race, leads.
         group.sort_by_key(|r| r.confidence != "must");
         let mut members = group.into_iter();

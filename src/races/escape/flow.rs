@@ -79,8 +79,8 @@ struct FnFlow {
     /// The class of each parameter's value, by position (`None`: not trackable).
     param_at: Vec<Option<u32>>,
     /// Stores into the objects a parameter points to, as (value class, parameter position):
-    /// the value escapes when some caller's argument objects are not its own
-    /// ([`settle_param_stores`]).
+    /// the value escapes when some caller's argument objects are not its own (decided in
+    /// [`compute`], see [`FnFlow::deferred`]).
     param_stores: Vec<(u32, usize)>,
     /// The classes (roots) of memory the function does not own: parameters, untrusted
     /// classes and their contents (computed by `settle_stores`).
@@ -91,7 +91,7 @@ struct FnFlow {
     /// Callees' deferred stores into the objects of this function's parameters, passed on
     /// (the function passes its own parameter to the callee), as (function whose class it
     /// is, value class, this function's parameter position).
-    adopted: Vec<(FuncId, u32, usize)>,
+    adopted: FxHashSet<(FuncId, u32, usize)>,
 }
 
 impl FnFlow {
@@ -227,8 +227,8 @@ impl FnFlow {
         let mut stack: Vec<u32> = (0..self.parent.len() as u32)
             .filter(|&i| self.untrusted[i as usize])
             .collect();
-        for c in self.params.clone() {
-            let r = self.find(c);
+        for i in 0..self.params.len() {
+            let r = self.find(self.params[i]);
             if let Some(p) = self.pointee[r as usize] {
                 stack.push(p);
             }
@@ -243,9 +243,8 @@ impl FnFlow {
             }
         }
         let mut foreign = deep.clone();
-        for c in self.params.clone() {
-            let r = self.find(c);
-            foreign.insert(r);
+        for i in 0..self.params.len() {
+            foreign.insert(self.find(self.params[i]));
         }
         let stores = std::mem::take(&mut self.stores);
         self.param_stores.clear();
@@ -254,12 +253,11 @@ impl FnFlow {
             if !foreign.contains(&t) {
                 continue;
             }
-            let position = (!self.unseen_callers && !deep.contains(&t))
-                .then(|| {
-                    let at = self.param_at.clone();
-                    at.iter().position(|c| c.is_some_and(|c| self.find(c) == t))
-                })
-                .flatten();
+            let position = if self.unseen_callers || deep.contains(&t) {
+                None
+            } else {
+                self.param_position(t)
+            };
             match position {
                 Some(k) => self.param_stores.push((v, k)),
                 None => self.escape(v),
@@ -268,6 +266,16 @@ impl FnFlow {
         self.stores = stores;
         self.foreign = foreign;
         self.deep = deep;
+    }
+
+    /// The position of the parameter whose value class has root `root`.
+    fn param_position(&mut self, root: u32) -> Option<usize> {
+        (0..self.param_at.len()).find(|&k| self.param_at[k].is_some_and(|c| self.find(c) == root))
+    }
+
+    /// Whether the class with root `root` holds a parameter's value.
+    fn is_param(&mut self, root: u32) -> bool {
+        (0..self.params.len()).any(|i| self.find(self.params[i]) == root)
     }
 
     /// The deferred stores into the objects of parameter `k` (this function's own and those
@@ -868,8 +876,7 @@ fn link_results(flows: &mut [FnFlow], fi: usize) -> (bool, bool) {
             continue;
         };
         let root = cf.find(ret);
-        let params: Vec<u32> = cf.params.clone();
-        let foreign = cf.untrusted[root as usize] || params.iter().any(|&p| cf.find(p) == root);
+        let foreign = cf.untrusted[root as usize] || cf.is_param(root);
         let (ret_escaped, ret_contents) = (cf.class_escaped(ret), cf.contents_escaped(ret));
         let fl = &mut flows[fi];
         let (res_escaped, res_contents) = (fl.class_escaped(r), fl.contents_escaped(r));
@@ -887,7 +894,9 @@ fn link_results(flows: &mut [FnFlow], fi: usize) -> (bool, bool) {
             fl.untrusted[rr as usize] = true;
             grew = true;
         }
-        if gi != fi && ((res_escaped && !ret_escaped) || (res_contents && !ret_contents)) {
+        if (res_escaped && !ret_escaped) || (res_contents && !ret_contents) {
+            // Into the callee (the function itself for a recursive call, closed by the caller
+            // of this function).
             let cf = &mut flows[gi];
             if res_escaped {
                 cf.escape(ret);
@@ -896,19 +905,11 @@ fn link_results(flows: &mut [FnFlow], fi: usize) -> (bool, bool) {
                 let c = cf.pointee_of(ret);
                 cf.escape(c);
             }
-            cf.close();
-            callee_grew = true;
-        } else if gi == fi && (res_escaped || res_contents) {
-            // A recursive call: the function's own result is its return.
-            let fl = &mut flows[fi];
-            if res_escaped && !ret_escaped {
-                fl.escape(ret);
+            if gi == fi {
                 grew = true;
-            }
-            if res_contents && !ret_contents {
-                let c = fl.pointee_of(ret);
-                fl.escape(c);
-                grew = true;
+            } else {
+                cf.close();
+                callee_grew = true;
             }
         }
     }
@@ -989,12 +990,11 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                 }
                 let r = fl.find(class);
                 let contents_escaped = fl.contents_escaped(class);
-                let own_param = (!fl.unseen_callers && !fl.deep.contains(&r))
-                    .then(|| {
-                        let at = fl.param_at.clone();
-                        at.iter().position(|c| c.is_some_and(|c| fl.find(c) == r))
-                    })
-                    .flatten();
+                let own_param = if fl.unseen_callers || fl.deep.contains(&r) {
+                    None
+                } else {
+                    fl.param_position(r)
+                };
                 let not_owned = fl.foreign.contains(&r) || contents_escaped;
                 if !not_owned {
                     continue;
@@ -1007,10 +1007,7 @@ pub(super) fn compute(program: &Program, roles: &Roles) -> Flow {
                     Some(k2) if !contents_escaped => {
                         let fl = &mut flows[fi];
                         for (h, v) in deferred {
-                            if !fl.adopted.contains(&(h, v, k2)) {
-                                fl.adopted.push((h, v, k2));
-                                changed = true;
-                            }
+                            changed |= fl.adopted.insert((h, v, k2));
                         }
                     }
                     _ => {
