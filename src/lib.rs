@@ -44,3 +44,4 @@ pub mod report;
 pub mod stack;
 pub mod stats;
 pub mod threads;
+pub mod waits;

@@ -86,6 +86,10 @@ pub struct Imprecision {
     pub blocks_race: bool,
     /// It may hide a race: no `no-race` verdict.
     pub blocks_no_race: bool,
+    /// For a wait the analysis does not order: where it is. Its doubt on must-races
+    /// (`blocks_race`) then concerns only the races with an access the wait may precede
+    /// ([`crate::waits`]).
+    pub wait: Option<crate::waits::WaitPoint>,
 }
 
 /// Everything `racedar check` computed.
@@ -161,6 +165,7 @@ fn run<'p, B: Backend<'p>>(
             loc: None,
             blocks_race: true,
             blocks_no_race: true,
+            wait: None,
         });
         return empty(program, roles, imprecision, phases, opts.deadlocks);
     };
@@ -171,6 +176,7 @@ fn run<'p, B: Backend<'p>>(
             loc: None,
             blocks_race: false,
             blocks_no_race: false,
+            wait: None,
         });
     }
     if graph.truncated {
@@ -182,6 +188,7 @@ fn run<'p, B: Backend<'p>>(
             loc: None,
             blocks_race: false,
             blocks_no_race: true,
+            wait: None,
         });
     }
     phases.push(Phase::new("threads", t.elapsed()));
@@ -216,6 +223,7 @@ fn run<'p, B: Backend<'p>>(
             loc: None,
             blocks_race: false,
             blocks_no_race: true,
+            wait: None,
         });
     }
     imprecision.extend(features(
@@ -251,7 +259,19 @@ fn run<'p, B: Backend<'p>>(
         unexplained = witness_races(program, roles, &mut races);
         phases.push(Phase::new("concrete", t.elapsed()));
     }
-    let verdict = verdict(&mut races, &imprecision, opts.mode, !unexplained.is_empty());
+    let wait_points: Vec<crate::waits::WaitPoint> = imprecision
+        .iter()
+        .filter(|i| i.blocks_race)
+        .filter_map(|i| i.wait)
+        .collect();
+    let waits = crate::waits::Waits::compute(program, &graph, &wait_points);
+    let verdict = verdict(
+        &mut races,
+        &imprecision,
+        &waits,
+        opts.mode,
+        !unexplained.is_empty(),
+    );
     Analysis {
         program,
         roles,
@@ -482,18 +502,34 @@ pub fn witness_races(
 /// an imprecision casts doubt on are reported as may-races, unless a concrete execution
 /// witnessed them; `witnessed` says a concrete execution witnessed a race no static race
 /// explains. `Mode::Under` drops may-races and never answers `no-race`; `Mode::Over` answers
-/// `race` on any race.
+/// `race` on any race. The doubt of a wait the analysis does not order ([`crate::waits`])
+/// falls only on the must-races whose racing pair has an access such a wait may precede.
 fn verdict(
     races: &mut RaceResult<'_>,
     imprecision: &[Imprecision],
+    waits: &crate::waits::Waits,
     mode: Mode,
     witnessed: bool,
 ) -> Verdict {
-    let blocks_race = imprecision.iter().any(|i| i.blocks_race);
+    let blocks_all = imprecision
+        .iter()
+        .any(|i| i.blocks_race && i.wait.is_none());
+    let blocks_after_waits = imprecision
+        .iter()
+        .any(|i| i.blocks_race && i.wait.is_some());
     let blocks_no_race = imprecision.iter().any(|i| i.blocks_no_race);
-    if blocks_race {
+    if blocks_all || blocks_after_waits {
+        let accesses = &races.accesses;
         for r in &mut races.races {
-            if r.confidence == Confidence::Must && r.witness.is_none() {
+            if r.confidence != Confidence::Must || r.witness.is_some() {
+                continue;
+            }
+            let doubted = blocks_all
+                || r.accesses
+                    .iter()
+                    .take(2)
+                    .any(|&i| accesses.get(i).is_none_or(|a| waits.after(a.func, a.edge)));
+            if doubted {
                 r.confidence = Confidence::May;
                 r.reasons = vec!["the program synchronises in ways the analysis does not model"];
             }
@@ -576,6 +612,7 @@ fn features<'p, B: Backend<'p>>(
             loc: Some(u.loc),
             blocks_race: false,
             blocks_no_race: true,
+            wait: None,
         });
     }
     // An unlock of a mutex the thread does not hold is undefined for default mutexes and
@@ -598,6 +635,7 @@ fn features<'p, B: Backend<'p>>(
                     loc: Some(edge.loc),
                     blocks_race: false,
                     blocks_no_race: true,
+                    wait: None,
                 });
             }
         }
@@ -610,13 +648,14 @@ fn features<'p, B: Backend<'p>>(
                 continue;
             };
             if spin_checked.insert(func)
-                && let Some(loc) = spin_wait(program, roles, func)
+                && let Some((loc, node)) = crate::waits::busy_wait(program, roles, func)
             {
                 out.push(Imprecision {
                     reason: "busy-waiting loop: threads may be ordered through shared flags".into(),
                     loc: Some(loc),
                     blocks_race: true,
                     blocks_no_race: false,
+                    wait: Some((func, node)),
                 });
             }
             for (ei, e) in cfg.edges.iter().enumerate() {
@@ -636,6 +675,7 @@ fn features<'p, B: Backend<'p>>(
                         loc: Some(e.loc),
                         blocks_race: false,
                         blocks_no_race: true,
+                        wait: None,
                     });
                 }
                 match callee {
@@ -647,6 +687,7 @@ fn features<'p, B: Backend<'p>>(
                                 loc: Some(e.loc),
                                 blocks_race: false,
                                 blocks_no_race: true,
+                                wait: None,
                             });
                         }
                         let unknown = (roles.get(*f).is_none()
@@ -662,11 +703,13 @@ fn features<'p, B: Backend<'p>>(
                                 loc: Some(e.loc),
                                 blocks_race,
                                 blocks_no_race: true,
+                                // A thread-library function may wait for other threads.
+                                wait: blocks_race.then_some((func, e.dst)),
                             });
                             continue;
                         }
                         let (reason, blocks_race, blocks_no_race) = match roles.get(*f) {
-                            Some(Role::CondWait { .. }) | Some(Role::CondSignal { .. }) => {
+                            Some(Role::CondWait { .. }) => {
                                 ("condition variables order threads", true, false)
                             }
                             Some(Role::BarrierWait { .. }) => {
@@ -677,7 +720,18 @@ fn features<'p, B: Backend<'p>>(
                                 true,
                                 true,
                             ),
-                            Some(Role::SemWait { .. }) | Some(Role::SemPost { .. })
+                            // A post holds nobody back: the waits it pairs with carry the
+                            // doubt on must-races.
+                            Some(Role::SemPost { .. })
+                                if !locksets.sem_is_mutex(
+                                    tc.thread,
+                                    c,
+                                    crate::ir::EdgeId(ei as u32),
+                                ) =>
+                            {
+                                ("semaphores order and exclude threads", false, true)
+                            }
+                            Some(Role::SemWait { .. })
                                 if !locksets.sem_is_mutex(
                                     tc.thread,
                                     c,
@@ -710,11 +764,13 @@ fn features<'p, B: Backend<'p>>(
                             }
                             _ => continue,
                         };
+                        let role = roles.get(*f);
                         out.push(Imprecision {
                             reason: reason.into(),
                             loc: Some(e.loc),
                             blocks_race,
                             blocks_no_race,
+                            wait: crate::waits::is_wait_role(role).then_some((func, e.dst)),
                         });
                     }
                     Callee::Indirect(fp) => {
@@ -726,6 +782,7 @@ fn features<'p, B: Backend<'p>>(
                                 loc: Some(e.loc),
                                 blocks_race: false,
                                 blocks_no_race: true,
+                                wait: None,
                             });
                         }
                     }
@@ -801,19 +858,6 @@ fn callback_doubt<'p, B: Backend<'p>>(
     None
 }
 
-/// Prefixes of the names of thread-library functions (POSIX threads and semaphores, C11
-/// threads, the SV-COMP primitives): one the concurrency model does not know may synchronise or
-/// start threads in ways the analysis cannot see.
-const THREAD_API_PREFIXES: &[&str] = &[
-    "pthread_",
-    "sem_",
-    "thrd_",
-    "mtx_",
-    "cnd_",
-    "tss_",
-    "__VERIFIER_",
-];
-
 /// Why a call of `f`, a function without body the concurrency model does not know, may hide a
 /// race, and whether it may also order threads (no `race` verdict then): a thread-library
 /// function (it may synchronise or start threads), or a function receiving a pointer to data
@@ -835,7 +879,10 @@ fn unknown_call<'p, B: Backend<'p>>(
         // Compiler builtins keep no pointers (the ones that matter are modelled).
         return None;
     }
-    if THREAD_API_PREFIXES.iter().any(|p| name.starts_with(p)) {
+    if crate::waits::THREAD_API_PREFIXES
+        .iter()
+        .any(|p| name.starts_with(p))
+    {
         return Some((
             format!("thread-library function '{name}' is not modelled"),
             true,
@@ -904,106 +951,4 @@ fn holds_data_pointer(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId
         TypeKind::Pointer(p) => !matches!(types.kind(*p), TypeKind::Function(_)),
         _ => false,
     })
-}
-
-/// The first busy-waiting loop of a function: a cycle whose only effects are tests (of shared
-/// memory or through atomic calls), local assignments, and calls without memory effects, and
-/// that is not a counted loop (`for (i = 0; i < n; i++) sum += a[i];` ends whatever other
-/// threads do: [`crate::mhp::loops::counted_loops`]).
-fn spin_wait(program: &Program, roles: &Roles, func: FuncId) -> Option<Loc> {
-    let cfg = program.function(func).body.as_ref()?;
-    // Computed once a candidate is found (most functions have none).
-    let mut counted: Option<Vec<crate::mhp::loops::CountedLoop>> = None;
-    let in_loop = crate::threads::loop_nodes(cfg);
-    let mut g: petgraph::graph::DiGraph<(), usize> = petgraph::graph::DiGraph::new();
-    for _ in 0..cfg.nodes.len() {
-        g.add_node(());
-    }
-    for (i, e) in cfg.edges.iter().enumerate() {
-        if in_loop[e.src.0 as usize] && in_loop[e.dst.0 as usize] {
-            g.add_edge(
-                petgraph::graph::NodeIndex::new(e.src.0 as usize),
-                petgraph::graph::NodeIndex::new(e.dst.0 as usize),
-                i,
-            );
-        }
-    }
-    let sccs = petgraph::algo::tarjan_scc(&g);
-    // The edges inside each strongly connected component, found in one pass (scanning every
-    // edge per component takes quadratic time on long functions).
-    let mut scc_of = vec![usize::MAX; cfg.nodes.len()];
-    for (i, scc) in sccs.iter().enumerate() {
-        for n in scc {
-            scc_of[n.index()] = i;
-        }
-    }
-    let mut inner_edges: Vec<Vec<&crate::ir::Edge>> = vec![Vec::new(); sccs.len()];
-    for e in &cfg.edges {
-        let (a, b) = (scc_of[e.src.0 as usize], scc_of[e.dst.0 as usize]);
-        if a == b && a != usize::MAX {
-            inner_edges[a].push(e);
-        }
-    }
-    for inner in inner_edges {
-        if inner.is_empty() {
-            continue;
-        }
-        let mut reads_shared = false;
-        let quiet = inner.iter().all(|e| match &e.op {
-            Op::Skip => true,
-            Op::Assume { cond, .. } => {
-                crate::ir::visit::walk_expr(cond, &mut |x| {
-                    if let crate::ir::ExprKind::Load(lv) = &x.kind
-                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
-                    {
-                        reads_shared = true;
-                    }
-                });
-                true
-            }
-            Op::Assign { lhs, rhs } => {
-                crate::ir::visit::walk_expr(rhs, &mut |x| {
-                    if let crate::ir::ExprKind::Load(lv) = &x.kind
-                        && !matches!(lv.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
-                    {
-                        reads_shared = true;
-                    }
-                });
-                matches!(lhs.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
-            }
-            Op::Call {
-                callee: Callee::Direct(f),
-                dest,
-                ..
-            } => {
-                let ok = match roles.get(*f) {
-                    Some(Role::Atomic { .. }) => {
-                        reads_shared = true;
-                        true
-                    }
-                    Some(Role::Ignore) | Some(Role::Nondet) => true,
-                    _ => false,
-                };
-                ok && dest.as_ref().is_none_or(|d| {
-                    matches!(d.host, crate::ir::Host::Var(crate::ir::Var::Local(_)))
-                })
-            }
-            _ => false,
-        });
-        if !(quiet && reads_shared) {
-            continue;
-        }
-        let terminates = counted
-            .get_or_insert_with(|| crate::mhp::loops::counted_loops(program, roles, func, false))
-            .iter()
-            .any(|l| {
-                inner
-                    .iter()
-                    .all(|e| l.body.get(e.src.0 as usize).copied().unwrap_or(false))
-            });
-        if !terminates {
-            return inner.iter().map(|e| e.loc).min();
-        }
-    }
-    None
 }
