@@ -7,7 +7,8 @@ use racedar::ir::pretty::{self, PrintOptions};
 use racedar::ir::{DataModel, Program};
 use racedar::model::Model;
 use racedar::pipeline::{self, AnalysisOptions, BackendKind};
-use racedar::report::{Report, Stopped, Verdict, sarif, suppress, svcomp, text};
+use racedar::races::evidence::Evidence;
+use racedar::report::{self, Report, Stopped, Verdict, sarif, suppress, svcomp, text};
 use racedar::stats::{self, RunStats};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -106,10 +107,33 @@ enum ModeArg {
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum FailOn {
-    /// Exit 1 when a must-race or must-deadlock is reported.
+    /// Exit 1 when a must-race (evidence `certain`) or must-deadlock is reported.
     Must,
+    /// Exit 1 when a `certain` or `likely` race, or a must-deadlock, is reported.
+    Likely,
     /// Exit 1 when any race or deadlock (must or may) is reported.
     May,
+}
+
+/// The weakest evidence tier the text report shows.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ShowArg {
+    /// Must-races only.
+    Certain,
+    /// Certain and likely races (inconsistent locking, unique writers).
+    Likely,
+    /// Every race, including those through unresolved pointers or imprecise offsets.
+    Possible,
+}
+
+impl ShowArg {
+    fn tier(self) -> Evidence {
+        match self {
+            ShowArg::Certain => Evidence::Certain,
+            ShowArg::Likely => Evidence::Likely,
+            ShowArg::Possible => Evidence::Possible,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -140,8 +164,15 @@ struct CheckArgs {
     #[arg(long)]
     no_concrete: bool,
     /// Which races and deadlocks make the exit code 1.
-    #[arg(long, value_enum, default_value_t = FailOn::May)]
+    #[arg(long, value_enum, default_value_t = FailOn::Likely)]
     fail_on: FailOn,
+    /// The weakest evidence tier the text report prints (the others are counted in its
+    /// summary; JSON and SARIF always hold every race).
+    #[arg(long, value_enum, default_value_t = ShowArg::Likely, value_name = "TIER")]
+    show: ShowArg,
+    /// Accesses the text report lists per race besides the racing pair (JSON keeps all).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    max_notes: usize,
     /// Do not look for deadlocks (lock-order cycles, double locks); the JSON report then has
     /// no `deadlocks` key.
     #[arg(long)]
@@ -351,7 +382,7 @@ fn write_stopped(args: &CheckArgs, limit: &'static str, value: f64) -> u8 {
     let mut out = std::io::stdout().lock();
     let _ = match args.format {
         Format::Json => writeln!(out, "{}", report.to_json()),
-        Format::Text => write!(out, "{}", text::render(&report)),
+        Format::Text => write!(out, "{}", text::render(&report, &text_options(args))),
         Format::Sarif => {
             let root = args
                 .project_root
@@ -593,7 +624,7 @@ fn check_files(args: &CheckArgs) -> ExitCode {
     }
     let written = match args.format {
         Format::Json => writeln!(out, "{}", report.to_json()),
-        Format::Text => write!(out, "{}", text::render(&report)),
+        Format::Text => write!(out, "{}", text::render(&report, &text_options(args))),
         Format::Sarif => {
             let root = args
                 .project_root
@@ -629,24 +660,38 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let counts = |confidence: &str| match args.fail_on {
-        FailOn::Must => confidence == "must",
+    let race_counts = |r: &report::RaceReport| match args.fail_on {
+        FailOn::Must => r.confidence == "must",
+        FailOn::Likely => report::tier(r.evidence) <= Evidence::Likely,
+        FailOn::May => true,
+    };
+    // Deadlocks have no likely tier: only must-deadlocks are more than possible.
+    let deadlock_counts = |confidence: &str| match args.fail_on {
+        FailOn::Must | FailOn::Likely => confidence == "must",
         FailOn::May => true,
     };
     let failing = report
         .races
         .iter()
         .filter(|r| r.suppressed.is_none())
-        .any(|r| counts(r.confidence))
+        .any(race_counts)
         || report
             .deadlocks
             .iter()
             .flatten()
-            .any(|d| counts(d.confidence));
+            .any(|d| deadlock_counts(d.confidence));
     if failing {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The text report's options from the command line.
+fn text_options(args: &CheckArgs) -> text::TextOptions {
+    text::TextOptions {
+        show: args.show.tier(),
+        max_notes: args.max_notes,
     }
 }
 

@@ -108,6 +108,10 @@ pub struct Analysis<'p> {
     pub deadlocks: Option<DeadlockResult>,
     /// Reasons the verdict is not definite, sorted.
     pub imprecision: Vec<Imprecision>,
+    /// Parts of the analysis cut short or given up (a budget exceeded, threads or pairs left
+    /// out): the results are less reliable everywhere, not at one place. Each is also an
+    /// `imprecision` entry.
+    pub degraded: Vec<String>,
     /// Races witnessed by concrete executions that no static race explains (the static
     /// analysis missed them).
     pub unexplained: Vec<crate::concrete::Witness>,
@@ -170,7 +174,9 @@ fn run<'p, B: Backend<'p>>(
         return empty(program, roles, imprecision, phases, opts.deadlocks);
     };
     let graph = thread_graph(program, roles, &mut backend, main, opts.context_depth);
+    let mut degraded: Vec<String> = Vec::new();
     for reason in backend.degradations() {
+        degraded.push(reason.clone());
         imprecision.push(Imprecision {
             reason,
             loc: None,
@@ -180,11 +186,13 @@ fn run<'p, B: Backend<'p>>(
         });
     }
     if graph.truncated {
+        let reason = format!(
+            "more than {} threads: the rest were not analysed",
+            crate::threads::MAX_THREADS
+        );
+        degraded.push(reason.clone());
         imprecision.push(Imprecision {
-            reason: format!(
-                "more than {} threads: the rest were not analysed",
-                crate::threads::MAX_THREADS
-            ),
+            reason,
             loc: None,
             blocks_race: false,
             blocks_no_race: true,
@@ -215,11 +223,13 @@ fn run<'p, B: Backend<'p>>(
     );
     phases.push(Phase::new("races", t.elapsed()));
     if races.truncated {
+        let reason = format!(
+            "more than {} access pairs: race search cut short",
+            races::MAX_PAIR_CHECKS
+        );
+        degraded.push(reason.clone());
         imprecision.push(Imprecision {
-            reason: format!(
-                "more than {} access pairs: race search cut short",
-                races::MAX_PAIR_CHECKS
-            ),
+            reason,
             loc: None,
             blocks_race: false,
             blocks_no_race: true,
@@ -280,6 +290,7 @@ fn run<'p, B: Backend<'p>>(
         races,
         deadlocks,
         imprecision,
+        degraded,
         unexplained,
         verdict,
         phases,
@@ -448,6 +459,7 @@ fn empty<'p>(
         },
         deadlocks: deadlocks.then(DeadlockResult::default),
         imprecision,
+        degraded: Vec::new(),
         unexplained: Vec::new(),
         verdict: Verdict::Unknown,
         phases,

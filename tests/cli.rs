@@ -435,7 +435,7 @@ fn racy_program_shows_both_accesses_threads_and_locksets() {
     let text = String::from_utf8_lossy(&out.stdout);
     let first = text.lines().next().unwrap_or_default();
     assert!(
-        first.ends_with("warning: data race on 'glob' (must) [racedar/data-race]"),
+        first.ends_with("warning: data race on 'glob' (certain, must) [racedar/data-race]"),
         "{text}"
     );
     // Both accesses, both threads, both locksets.
@@ -759,7 +759,7 @@ fn explain_prints_chains_sites_and_reasons() {
     );
     assert!(text.contains("locks surely held: none"), "{text}");
     assert!(
-        text.contains("only a possible race: not certainly parallel"),
+        text.contains("not certain: not certainly parallel"),
         "{text}"
     );
     let fp = text

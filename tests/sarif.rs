@@ -110,11 +110,28 @@ fn a_race_result_has_what_code_scanning_reads() {
 }
 
 #[test]
-fn may_races_are_warnings() {
-    let log = sarif_of("tests/fixtures/races/concrete_unknown_hook.c");
-    let results = log["runs"][0]["results"].as_array().expect("results");
-    assert!(!results.is_empty());
-    assert!(results.iter().all(|r| r["level"] == "warning"));
+fn likely_races_are_warnings_and_possible_ones_notes() {
+    for (file, evidence, level) in [
+        (
+            "tests/fixtures/races/evidence_likely.c",
+            "likely",
+            "warning",
+        ),
+        (
+            "tests/fixtures/races/evidence_possible.c",
+            "possible",
+            "note",
+        ),
+        ("tests/fixtures/races/simple_lock.c", "certain", "error"),
+    ] {
+        let log = sarif_of(file);
+        let results = log["runs"][0]["results"].as_array().expect("results");
+        assert!(!results.is_empty(), "{file}");
+        for r in results {
+            assert_eq!(r["level"], level, "{file}");
+            assert_eq!(r["properties"]["evidence"], evidence, "{file}");
+        }
+    }
 }
 
 #[test]

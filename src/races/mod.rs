@@ -22,6 +22,7 @@
 //!    one may entry with the rest.
 
 pub mod escape;
+pub mod evidence;
 pub mod private;
 pub mod slots;
 

@@ -17,6 +17,7 @@ use crate::ir::pretty::{expr_to_string, lval_to_string};
 use crate::lockset::{Held, LockKey, LockTable};
 use crate::model::LockMode;
 use crate::pipeline::Analysis;
+use crate::races::evidence::Evidence;
 use crate::races::{Access, Confidence};
 use crate::stats::RunStats;
 use racedar_domains::SmallSet;
@@ -112,6 +113,8 @@ pub struct AccessReport {
 pub struct RaceReport {
     /// `must` or `may`.
     pub confidence: &'static str,
+    /// The evidence tier: `certain`, `likely` or `possible` ([`crate::races::evidence`]).
+    pub evidence: &'static str,
     /// The memory location, as C text.
     pub location: String,
     /// The accesses: the first two race with each other.
@@ -174,6 +177,9 @@ fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
             .flat_map(|r| r.split("; ").map(str::to_string))
             .collect();
         for r in members {
+            if tier(r.evidence) < tier(lead.evidence) {
+                lead.evidence = r.evidence;
+            }
             lead.more_accesses += r.more_accesses;
             for a in r.accesses {
                 if !seen.insert(key(&a)) {
@@ -202,6 +208,15 @@ fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
         out.push(lead);
     }
     out
+}
+
+/// The tier named `name` (`certain`, `likely`, `possible`; anything else counts as possible).
+pub fn tier(name: &str) -> Evidence {
+    match name {
+        "certain" => Evidence::Certain,
+        "likely" => Evidence::Likely,
+        _ => Evidence::Possible,
+    }
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -267,6 +282,10 @@ pub struct Report {
     pub deadlocks_truncated: bool,
     /// Reasons the verdict is not definite, sorted.
     pub imprecision: Vec<String>,
+    /// Parts of the analysis cut short or given up, which make every result less reliable
+    /// (also in `imprecision`); absent when none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<String>,
     /// Set when a resource limit stopped the analysis (`--timeout`, `--max-memory`): the
     /// verdict is then `unknown` and nothing was searched for.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -328,11 +347,18 @@ impl Report {
                     .first()
                     .map(|x| location_of(p, &a.races.accesses[r.accesses[0]], &x.expression))
                     .unwrap_or_default();
+                let evidence = crate::races::evidence::classify(
+                    r,
+                    &a.races.accesses,
+                    &a.locksets.table,
+                    &a.graph,
+                );
                 let mut race = RaceReport {
                     confidence: match r.confidence {
                         Confidence::Must => "must",
                         Confidence::May => "may",
                     },
+                    evidence: evidence.as_str(),
                     location,
                     accesses,
                     reason: (!r.reasons.is_empty()).then(|| r.reasons.join("; ")),
@@ -347,6 +373,8 @@ impl Report {
             .collect();
         let mut races: Vec<RaceReport> = merge_same_fingerprint(races);
         races.extend(a.unexplained.iter().map(|w| witness_report(p, w)));
+        // Strongest evidence first; the analysis order within a tier.
+        races.sort_by_key(|r| tier(r.evidence));
         let imprecision = a
             .imprecision
             .iter()
@@ -367,6 +395,7 @@ impl Report {
             deadlocks,
             deadlocks_truncated: a.deadlocks.as_ref().is_some_and(|d| d.truncated),
             imprecision,
+            degraded: a.degraded.clone(),
             stopped: None,
             stats,
         }
@@ -381,6 +410,7 @@ impl Report {
             deadlocks: None,
             deadlocks_truncated: false,
             imprecision: vec![stopped.reason.clone()],
+            degraded: vec![stopped.reason.clone()],
             stopped: Some(stopped),
             stats,
         }
@@ -428,6 +458,7 @@ fn witness_report(p: &Program, w: &crate::concrete::Witness) -> RaceReport {
     };
     let mut race = RaceReport {
         confidence: "must",
+        evidence: Evidence::Certain.as_str(),
         location: location.clone(),
         accesses: vec![side(&w.first), side(&w.second)],
         reason: None,

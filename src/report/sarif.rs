@@ -267,10 +267,10 @@ fn result(
     let mut r = SarifResult::builder()
         .rule_id(DATA_RACE_RULE)
         .rule_index(0)
-        .level(if race.confidence == "must" {
-            ResultLevel::Error
-        } else {
-            ResultLevel::Warning
+        .level(match race.evidence {
+            "certain" => ResultLevel::Error,
+            "likely" => ResultLevel::Warning,
+            _ => ResultLevel::Note,
         })
         .message(Message::builder().text(message).build())
         .locations(vec![uris.location(&site_of(first), Some(0), None)])
@@ -288,6 +288,7 @@ fn result(
     }
     let mut props = BTreeMap::new();
     props.insert("confidence".to_string(), serde_json::json!(race.confidence));
+    props.insert("evidence".to_string(), serde_json::json!(race.evidence));
     r.properties = Some(PropertyBag::builder().additional_properties(props).build());
     Some(r)
 }
@@ -477,8 +478,10 @@ pub fn render(report: &Report, root: &Path) -> String {
         ))
         .help(text(
             "Protect both accesses with the same mutex, make the location atomic, or order the \
-             threads (join before the access). A 'must' race (level error) happens in some \
-             execution; a 'may' race (level warning) is one racedar cannot rule out. Suppress a \
+             threads (join before the access). A certain race (a must-race, level error) happens \
+             in some execution; a likely race (level warning) is one the program's own locks \
+             say is shared, or two unique writers; a possible race (level note) is one racedar \
+             cannot rule out (property 'evidence'). Suppress a \
              reviewed race with `// racedar-ignore[data-race]: reason` on either access line.",
         ))
         .default_configuration(
@@ -542,6 +545,33 @@ pub fn render(report: &Report, root: &Path) -> String {
             Invocation::builder()
                 .execution_successful(false)
                 .tool_execution_notifications(vec![note])
+                .build(),
+        ]);
+    } else if !report.degraded.is_empty() {
+        // A degraded run completed with less reliable results everywhere.
+        let notes: Vec<Notification> = report
+            .degraded
+            .iter()
+            .map(|d| {
+                Notification::builder()
+                    .level(serde_json::json!("warning"))
+                    .message(
+                        Message::builder()
+                            .text(format!("results are less reliable: {d}"))
+                            .build(),
+                    )
+                    .descriptor(
+                        ReportingDescriptorReference::builder()
+                            .id("racedar/degraded")
+                            .build(),
+                    )
+                    .build()
+            })
+            .collect();
+        run.invocations = Some(vec![
+            Invocation::builder()
+                .execution_successful(true)
+                .tool_execution_notifications(notes)
                 .build(),
         ]);
     }

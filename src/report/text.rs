@@ -3,126 +3,104 @@
 //! for races a source snippet rendered by codespan-reporting with a label on every access.
 
 use super::{AccessReport, DeadlockReport, RaceReport, Report, Site, Verdict};
+use crate::races::evidence::Evidence;
 use codespan_reporting::diagnostic::{Diagnostic, Label};
 use codespan_reporting::files::SimpleFiles;
 use codespan_reporting::term::{self, Config};
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
 
-/// Renders the report as text.
-pub fn render(report: &Report) -> String {
+/// What the text report shows (issue "Reports people act on", items 2 and 4).
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    /// The weakest evidence tier shown (`--show`); weaker races are counted, not printed.
+    pub show: Evidence,
+    /// Accesses listed per race besides the racing pair (`--max-notes`); the rest are counted.
+    pub max_notes: usize,
+}
+
+impl Default for TextOptions {
+    /// Certain and likely races, four further accesses each.
+    fn default() -> Self {
+        TextOptions {
+            show: Evidence::Likely,
+            max_notes: 4,
+        }
+    }
+}
+
+/// Renders the report as text: a warning first when the analysis was degraded, then each shown
+/// race (strongest evidence first) with its racing pair and at most `opts.max_notes` further
+/// accesses, the deadlocks, a summary (races per tier, per file, the locations with most
+/// races), the verdict line and the imprecision notes (one per reason, with its places).
+pub fn render(report: &Report, opts: &TextOptions) -> String {
     let mut out = String::new();
+    if report.stopped.is_none() {
+        for d in &report.degraded {
+            let _ = writeln!(out, "racedar: warning: results are less reliable: {d}");
+        }
+    }
     let mut files = SimpleFiles::new();
     let mut file_ids: FxHashMap<String, Option<usize>> = FxHashMap::default();
-    for race in report.races.iter().filter(|r| r.suppressed.is_none()) {
-        let Some(first) = race.accesses.first() else {
-            continue;
-        };
-        let _ = writeln!(
-            out,
-            "{}:{}:{}: warning: data race on '{}' ({}) [racedar/data-race]",
-            first.file, first.line, first.column, race.location, race.confidence
-        );
-        for a in &race.accesses {
-            let _ = writeln!(
-                out,
-                "{}:{}:{}: note: {}",
-                a.file,
-                a.line,
-                a.column,
-                describe(a)
-            );
-        }
-        if race.more_accesses > 0 {
-            let _ = writeln!(
-                out,
-                "{}:{}:{}: note: and {} more access(es)",
-                first.file, first.line, first.column, race.more_accesses
-            );
-        }
-        if let Some(reason) = &race.reason {
-            let _ = writeln!(
-                out,
-                "{}:{}:{}: note: only a possible race: {reason}",
-                first.file, first.line, first.column
-            );
-        }
-        if let Some(w) = &race.witness {
-            let _ = writeln!(
-                out,
-                "{}:{}:{}: note: {w}",
-                first.file, first.line, first.column
-            );
-        }
-        let _ = writeln!(
-            out,
-            "{}:{}:{}: note: details: racedar check --explain {} ...",
-            first.file,
-            first.line,
-            first.column,
-            race.fingerprint.get(..8).unwrap_or(&race.fingerprint)
-        );
-        // Snippet.
-        let mut labels = Vec::new();
-        for (i, a) in race.accesses.iter().enumerate() {
-            let id = *file_ids.entry(a.file.clone()).or_insert_with(|| {
-                std::fs::read_to_string(&a.file)
-                    .ok()
-                    .map(|src| files.add(a.file.clone(), src))
-            });
-            let Some(id) = id else { continue };
-            let Ok(src) = files.get(id).map(|f| f.source().clone()) else {
-                continue;
-            };
-            let Some(span) = span_at(&src, a.line, a.column) else {
-                continue;
-            };
-            let label = if i == 0 {
-                Label::primary(id, span)
-            } else {
-                Label::secondary(id, span)
-            };
-            labels.push(label.with_message(format!("{} in {}", a.kind, a.thread)));
-        }
-        if !labels.is_empty() {
-            let diag = Diagnostic::note()
-                .with_message(format!("the racing accesses to '{}'", race.location))
-                .with_labels(labels);
-            let mut buf = String::new();
-            if term::emit_to_string(&mut buf, &Config::default(), &files, &diag).is_ok() {
-                out.push_str(&buf);
-            }
-        }
-        out.push('\n');
-    }
-    for d in report.deadlocks.iter().flatten() {
-        render_deadlock(&mut out, d);
-    }
-    let shown: Vec<_> = report
+    let unsuppressed: Vec<&RaceReport> = report
         .races
         .iter()
         .filter(|r| r.suppressed.is_none())
         .collect();
-    let must = shown.iter().filter(|r| r.confidence == "must").count();
-    let may = shown.len() - must;
-    let suppressed = report.races.len() - shown.len();
+    let shown: Vec<&RaceReport> = unsuppressed
+        .iter()
+        .copied()
+        .filter(|r| super::tier(r.evidence) <= opts.show)
+        .collect();
+    for race in &shown {
+        render_race(&mut out, race, opts, &mut files, &mut file_ids);
+    }
+    for d in report.deadlocks.iter().flatten() {
+        render_deadlock(&mut out, d);
+    }
+    if let Some(stopped) = &report.stopped {
+        let _ = writeln!(out, "racedar: unknown: {}", stopped.reason);
+        return out;
+    }
+    render_summary(&mut out, &unsuppressed);
+    let count = |t: Evidence| {
+        unsuppressed
+            .iter()
+            .filter(|r| super::tier(r.evidence) == t)
+            .count()
+    };
+    let suppressed = report.races.len() - unsuppressed.len();
     let verdict = match report.verdict {
         Verdict::Race => "data race found",
         Verdict::NoRace => "no data race",
         Verdict::Unknown => "unknown",
     };
-    let hidden = if suppressed > 0 {
-        format!(" ({suppressed} suppressed)")
-    } else {
-        String::new()
-    };
-    if let Some(stopped) = &report.stopped {
-        let _ = writeln!(out, "racedar: unknown: {}", stopped.reason);
-        return out;
+    let mut extra = Vec::new();
+    let hidden = unsuppressed.len() - shown.len();
+    if hidden > 0 {
+        extra.push(format!(
+            "{hidden} not shown: --show {}",
+            if count(Evidence::Possible) > 0 {
+                "possible"
+            } else {
+                "likely"
+            }
+        ));
     }
+    if suppressed > 0 {
+        extra.push(format!("{suppressed} suppressed"));
+    }
+    let extra = if extra.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", extra.join("; "))
+    };
     let _ = writeln!(
         out,
-        "racedar: {verdict}: {must} must-race(s), {may} may-race(s){hidden}"
+        "racedar: {verdict}: {} certain, {} likely, {} possible race(s){extra}",
+        count(Evidence::Certain),
+        count(Evidence::Likely),
+        count(Evidence::Possible)
     );
     if let Some(ds) = report.deadlocks.as_ref().filter(|d| !d.is_empty()) {
         let must = ds.iter().filter(|d| d.confidence == "must").count();
@@ -139,10 +117,189 @@ pub fn render(report: &Report) -> String {
             "racedar: note: the deadlock search was cut short (bounds reached)"
         );
     }
-    for i in &report.imprecision {
-        let _ = writeln!(out, "racedar: note: {i}");
-    }
+    render_imprecision(&mut out, report);
     out
+}
+
+/// One race: the warning on its first access, the racing pair and at most `opts.max_notes`
+/// further accesses as notes, why it is only possible, how it was witnessed, and a snippet
+/// labelling the listed accesses.
+fn render_race(
+    out: &mut String,
+    race: &RaceReport,
+    opts: &TextOptions,
+    files: &mut SimpleFiles<String, String>,
+    file_ids: &mut FxHashMap<String, Option<usize>>,
+) {
+    let Some(first) = race.accesses.first() else {
+        return;
+    };
+    let at = format!("{}:{}:{}", first.file, first.line, first.column);
+    let _ = writeln!(
+        out,
+        "{at}: warning: data race on '{}' ({}, {}) [racedar/data-race]",
+        race.location, race.evidence, race.confidence
+    );
+    let listed = race.accesses.len().min(2 + opts.max_notes);
+    for a in &race.accesses[..listed] {
+        let _ = writeln!(
+            out,
+            "{}:{}:{}: note: {}",
+            a.file,
+            a.line,
+            a.column,
+            describe(a)
+        );
+    }
+    let more = race.accesses.len() - listed + race.more_accesses;
+    if more > 0 {
+        let _ = writeln!(out, "{at}: note: and {more} more access(es)");
+    }
+    if let Some(reason) = &race.reason {
+        let _ = writeln!(out, "{at}: note: not certain: {reason}");
+    }
+    if let Some(w) = &race.witness {
+        let _ = writeln!(out, "{at}: note: {w}");
+    }
+    let _ = writeln!(
+        out,
+        "{at}: note: details: racedar check --explain {} ...",
+        race.fingerprint.get(..8).unwrap_or(&race.fingerprint)
+    );
+    // Snippet.
+    let mut labels = Vec::new();
+    for (i, a) in race.accesses[..listed].iter().enumerate() {
+        let id = *file_ids.entry(a.file.clone()).or_insert_with(|| {
+            std::fs::read_to_string(&a.file)
+                .ok()
+                .map(|src| files.add(a.file.clone(), src))
+        });
+        let Some(id) = id else { continue };
+        let Ok(src) = files.get(id).map(|f| f.source().clone()) else {
+            continue;
+        };
+        let Some(span) = span_at(&src, a.line, a.column) else {
+            continue;
+        };
+        let label = if i == 0 {
+            Label::primary(id, span)
+        } else {
+            Label::secondary(id, span)
+        };
+        labels.push(label.with_message(format!("{} in {}", a.kind, a.thread)));
+    }
+    if !labels.is_empty() {
+        let diag = Diagnostic::note()
+            .with_message(format!("the racing accesses to '{}'", race.location))
+            .with_labels(labels);
+        let mut buf = String::new();
+        if term::emit_to_string(&mut buf, &Config::default(), files, &diag).is_ok() {
+            out.push_str(&buf);
+        }
+    }
+    out.push('\n');
+}
+
+/// Locations listed in the summary.
+const SUMMARY_LOCATIONS: usize = 5;
+
+/// The summary of a report with more than one race: races per tier and per file (of the
+/// first access), and the locations with most races.
+fn render_summary(out: &mut String, races: &[&RaceReport]) {
+    if races.len() < 2 {
+        return;
+    }
+    let mut per_file: std::collections::BTreeMap<&str, [usize; 3]> = Default::default();
+    let mut per_location: std::collections::BTreeMap<&str, usize> = Default::default();
+    for r in races {
+        let t = super::tier(r.evidence) as usize;
+        if let Some(a) = r.accesses.first() {
+            per_file.entry(a.file.as_str()).or_default()[t] += 1;
+        }
+        *per_location.entry(r.location.as_str()).or_default() += 1;
+    }
+    let _ = writeln!(
+        out,
+        "racedar: summary: races per file (certain/likely/possible):"
+    );
+    for (file, [c, l, p]) in &per_file {
+        let _ = writeln!(out, "racedar:   {file}: {c}/{l}/{p}");
+    }
+    let mut top: Vec<(&str, usize)> = per_location.into_iter().collect();
+    top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let top: Vec<String> = top
+        .iter()
+        .take(SUMMARY_LOCATIONS)
+        .filter(|(_, n)| *n > 1)
+        .map(|(l, n)| format!("'{l}' ({n})"))
+        .collect();
+    if !top.is_empty() {
+        let _ = writeln!(
+            out,
+            "racedar: summary: locations with most races: {}",
+            top.join(", ")
+        );
+    }
+}
+
+/// Places listed per imprecision reason.
+const IMPRECISION_PLACES: usize = 3;
+
+/// The imprecision notes, one per reason: `file:line: reason` entries of one reason are
+/// gathered into one note with its first places and how many more.
+fn render_imprecision(out: &mut String, report: &Report) {
+    let mut order: Vec<&str> = Vec::new();
+    let mut places: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
+    for i in &report.imprecision {
+        if report.degraded.iter().any(|d| d == i) {
+            continue; // said at the top
+        }
+        let (place, reason) = split_place(i);
+        let e = places.entry(reason).or_insert_with(|| {
+            order.push(reason);
+            Vec::new()
+        });
+        if let Some(p) = place {
+            e.push(p);
+        }
+    }
+    for reason in order {
+        let ps = &places[reason];
+        if ps.is_empty() {
+            let _ = writeln!(out, "racedar: note: {reason}");
+        } else if ps.len() == 1 {
+            let _ = writeln!(out, "racedar: note: {}: {reason}", ps[0]);
+        } else {
+            let listed: Vec<&str> = ps.iter().take(IMPRECISION_PLACES).copied().collect();
+            let rest = ps.len() - listed.len();
+            let more = if rest > 0 {
+                format!(" and {rest} more")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "racedar: note: {reason} ({} places: {}{more})",
+                ps.len(),
+                listed.join(", ")
+            );
+        }
+    }
+}
+
+/// Splits an imprecision entry `file:line: reason` into its place and reason.
+fn split_place(entry: &str) -> (Option<&str>, &str) {
+    match entry.split_once(": ") {
+        Some((place, reason)) if is_place(place) => (Some(place), reason),
+        _ => (None, entry),
+    }
+}
+
+/// Whether `s` looks like `file:line`.
+fn is_place(s: &str) -> bool {
+    s.rsplit_once(':').is_some_and(|(f, l)| {
+        !f.is_empty() && !l.is_empty() && l.bytes().all(|b| b.is_ascii_digit())
+    })
 }
 
 /// One deadlock: the warning on the first step's blocking lock call, then a note per step
@@ -239,8 +396,8 @@ pub fn explain(race: &RaceReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "data race on '{}' ({}) [racedar/data-race] fingerprint {}",
-        race.location, race.confidence, race.fingerprint
+        "data race on '{}' ({}, {}) [racedar/data-race] fingerprint {}",
+        race.location, race.evidence, race.confidence, race.fingerprint
     );
     for (i, a) in race.accesses.iter().take(2).enumerate() {
         let _ = writeln!(out, "\naccess {}: {} of '{}'", i + 1, a.kind, a.expression);
@@ -289,7 +446,7 @@ pub fn explain(race: &RaceReport) -> String {
     }
     match (&race.reason, &race.witness) {
         (Some(r), _) => {
-            let _ = writeln!(out, "\nonly a possible race: {r}");
+            let _ = writeln!(out, "\nnot certain: {r}");
         }
         (None, Some(w)) => {
             let _ = writeln!(out, "\na certain race, {w}");
