@@ -376,6 +376,9 @@ pub struct LockTable {
     index: FxHashMap<LockKey, LockId>,
     syms: Vec<SymLock>,
     sym_index: FxHashMap<SymLock, u32>,
+    /// Per lock, how the source names it: the argument of the first lock call (in source
+    /// order) that takes it, without its `&` (`pool->lock` for `pthread_mutex_lock(&pool->lock)`).
+    names: FxHashMap<LockId, (crate::ir::Loc, String)>,
 }
 
 impl Default for LockTable {
@@ -385,6 +388,7 @@ impl Default for LockTable {
             index: FxHashMap::default(),
             syms: Vec::new(),
             sym_index: FxHashMap::default(),
+            names: FxHashMap::default(),
         };
         t.intern(LockKey::Unknown);
         t.intern(LockKey::Atomic);
@@ -426,6 +430,40 @@ impl LockTable {
     /// The symbolic lock behind an id.
     pub fn sym(&self, id: u32) -> Option<&SymLock> {
         self.syms.get(id as usize)
+    }
+
+    /// How the source names lock `id`: the argument of the first lock call (in source order)
+    /// that takes it, without its `&`; `None` when no lock call named it.
+    pub fn source_name(&self, id: LockId) -> Option<&str> {
+        self.names.get(&id).map(|(_, n)| n.as_str())
+    }
+
+    /// Records that the lock call at `loc` names lock `id` with argument `arg` of `func`
+    /// (kept when it comes first in source order; see [`LockTable::source_name`]).
+    fn name_at(
+        &mut self,
+        program: &Program,
+        id: LockId,
+        loc: crate::ir::Loc,
+        arg: &Expr,
+        func: FuncId,
+    ) {
+        if self.names.get(&id).is_some_and(|(l, _)| *l <= loc) {
+            return;
+        }
+        let text = crate::ir::pretty::expr_to_source(
+            program,
+            crate::ir::visit::strip_casts(arg),
+            program.function(func),
+        );
+        let name = match text.strip_prefix('&') {
+            Some(rest) => rest
+                .trim_start_matches('(')
+                .trim_end_matches(')')
+                .to_string(),
+            None => format!("*{text}"),
+        };
+        self.names.insert(id, (loc, name));
     }
 
     /// What a lock id stands for.
@@ -943,7 +981,13 @@ fn lock_targets<'p, B: Backend<'p>>(
                 } else {
                     LockKey::Addr(base, range.lo)
                 };
-                out.push(table.intern(key));
+                let id = table.intern(key);
+                if !once {
+                    let func = tc.ctx(ctx).func;
+                    let loc = program.function(func).edge_loc(eid);
+                    table.name_at(program, id, loc, e, func);
+                }
+                out.push(id);
             }
             Some(out)
         }

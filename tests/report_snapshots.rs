@@ -1,17 +1,20 @@
 //! Snapshots (insta) of the text, JSON and SARIF reports of a few race fixtures (one per
-//! evidence tier: certain, likely, possible), a deadlock fixture and a degraded run: the output
+//! evidence tier: certain, likely, possible; a lock in a heap object; a thread started through
+//! a trampoline), a deadlock fixture and a degraded run: the output
 //! contracts of DESIGN.md pinned, so any change to them is reviewed.
 //! Run-dependent parts are replaced: JSON `stats` (timings) and the absolute project root of
 //! SARIF.
 
 use assert_cmd::Command;
 
-const FIXTURES: [&str; 6] = [
+const FIXTURES: [&str; 8] = [
     "tests/fixtures/races/simple_lock.c",
     "tests/fixtures/races/conditional_lock.c",
     "tests/fixtures/races/both_locked.c",
     "tests/fixtures/races/evidence_likely.c",
     "tests/fixtures/races/evidence_possible.c",
+    "tests/fixtures/races/heap_lock_named.c",
+    "tests/fixtures/races/trampoline_thread.c",
     "tests/fixtures/deadlocks/abba_accounts.c",
 ];
 

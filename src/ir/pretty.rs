@@ -28,13 +28,19 @@ pub struct PrintOptions {
 
 /// Prints the program in the text form described in the module documentation.
 pub fn print_program(p: &Program, opts: PrintOptions) -> String {
-    let printer = Printer { p, opts };
+    let printer = Printer {
+        p,
+        opts,
+        temps: None,
+    };
     printer.program()
 }
 
 struct Printer<'a> {
     p: &'a Program,
     opts: PrintOptions,
+    /// Texts printed instead of lowering temporaries ([`lval_to_source`]).
+    temps: Option<&'a rustc_hash::FxHashMap<LocalId, String>>,
 }
 
 /// Precedence levels for parenthesisation (higher binds tighter).
@@ -254,6 +260,9 @@ impl Printer<'_> {
     }
 
     fn local_name(&self, f: &Function, id: LocalId) -> String {
+        if let Some(text) = self.temps.and_then(|t| t.get(&id)) {
+            return text.clone();
+        }
         let l = f.local(id);
         let dup = f.locals.iter().filter(|o| o.name == l.name).count() > 1;
         if dup {
@@ -453,6 +462,7 @@ pub fn expr_to_string(p: &Program, e: &Expr, f: Option<&Function>) -> String {
     let printer = Printer {
         p,
         opts: PrintOptions::default(),
+        temps: None,
     };
     printer.expr(e, f, 0)
 }
@@ -462,6 +472,107 @@ pub fn lval_to_string(p: &Program, lv: &Lval, f: Option<&Function>) -> String {
     let printer = Printer {
         p,
         opts: PrintOptions::default(),
+        temps: None,
     };
     printer.lval(lv, f)
+}
+
+/// Rounds of substituting temporaries into each other's definitions ([`lval_to_source`]).
+const TEMP_ROUNDS: usize = 3;
+
+/// Prints an lvalue of function `f` as the source wrote it, as far as the IR tells: each
+/// temporary of lowering (`tmp#N`, [`crate::ir::LocalKind::Temp`]) with one definition in `f`
+/// is replaced by the expression or call it holds (`((struct s *)get())->f` rather than
+/// `((struct s *)tmp#4)->f`), nested up to [`TEMP_ROUNDS`] deep; any other temporary prints as
+/// `(…)`. Reports use it so that no IR name reaches a message.
+pub fn lval_to_source(p: &Program, lv: &Lval, f: &Function) -> String {
+    let plain = lval_to_string(p, lv, Some(f));
+    if !plain.contains("tmp#") {
+        return plain;
+    }
+    let texts = temp_texts(p, f);
+    let printer = Printer {
+        p,
+        opts: PrintOptions::default(),
+        temps: Some(&texts),
+    };
+    printer.lval(lv, Some(f))
+}
+
+/// Prints an expression of function `f` as the source wrote it (see [`lval_to_source`]).
+pub fn expr_to_source(p: &Program, e: &Expr, f: &Function) -> String {
+    let plain = expr_to_string(p, e, Some(f));
+    if !plain.contains("tmp#") {
+        return plain;
+    }
+    let texts = temp_texts(p, f);
+    let printer = Printer {
+        p,
+        opts: PrintOptions::default(),
+        temps: Some(&texts),
+    };
+    printer.expr(e, Some(f), 0)
+}
+
+/// The source text of each temporary of `f` ([`lval_to_source`]).
+fn temp_texts(p: &Program, f: &Function) -> rustc_hash::FxHashMap<LocalId, String> {
+    // The single definition of each temporary: an assignment or a call result.
+    let mut defs: rustc_hash::FxHashMap<LocalId, Option<&Op>> = rustc_hash::FxHashMap::default();
+    for e in f.body.iter().flat_map(|c| c.edges.iter()) {
+        let lhs = match &e.op {
+            Op::Assign { lhs, .. } => Some(lhs),
+            Op::Call { dest: Some(d), .. } => Some(d),
+            _ => None,
+        };
+        if let Some(Lval {
+            host: Host::Var(Var::Local(l)),
+            proj,
+            ..
+        }) = lhs
+            && proj.is_empty()
+            && matches!(f.local(*l).kind, crate::ir::LocalKind::Temp)
+        {
+            defs.entry(*l)
+                .and_modify(|d| *d = None)
+                .or_insert(Some(&e.op));
+        }
+    }
+    let mut texts: rustc_hash::FxHashMap<LocalId, String> = f
+        .locals
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| matches!(l.kind, crate::ir::LocalKind::Temp))
+        .map(|(i, _)| (LocalId(i as u32), "(…)".to_string()))
+        .collect();
+    for _ in 0..TEMP_ROUNDS {
+        let printer = Printer {
+            p,
+            opts: PrintOptions::default(),
+            temps: Some(&texts),
+        };
+        let next: rustc_hash::FxHashMap<LocalId, String> = texts
+            .keys()
+            .map(|&l| {
+                let text = match defs.get(&l).copied().flatten() {
+                    Some(Op::Assign { rhs, .. }) => {
+                        let t = printer.expr(rhs, Some(f), 0);
+                        if t.contains(' ') { format!("({t})") } else { t }
+                    }
+                    Some(Op::Call { callee, args, .. }) => {
+                        let name = match callee {
+                            Callee::Direct(g) => p.function(*g).name.clone(),
+                            Callee::Indirect(e) => printer.expr(e, Some(f), PREC_POSTFIX),
+                        };
+                        let args: Vec<String> =
+                            args.iter().map(|a| printer.expr(a, Some(f), 0)).collect();
+                        format!("{name}({})", args.join(", "))
+                    }
+                    _ => "(…)".to_string(),
+                };
+                (l, text)
+            })
+            .collect();
+        texts = next;
+    }
+    texts
 }

@@ -13,7 +13,7 @@ pub mod text;
 use crate::backend::{AccessKind, AccessSite, Base};
 use crate::context::ThreadId;
 use crate::ir::Program;
-use crate::ir::pretty::{expr_to_string, lval_to_string};
+use crate::ir::pretty::{expr_to_source, lval_to_source};
 use crate::lockset::{Held, LockKey, LockTable};
 use crate::model::LockMode;
 use crate::pipeline::Analysis;
@@ -429,10 +429,15 @@ fn witness_report(p: &Program, w: &crate::concrete::Witness) -> RaceReport {
     let location = match w.first.origin {
         Origin::Global(g) => p.global(g).name.clone(),
         Origin::Local { func, local } => p.function(func).local(local).name.clone(),
-        Origin::Heap { func, edge } => format!(
-            "<heap> (heap allocated at line {})",
-            p.function(func).edge_loc(edge).line
-        ),
+        Origin::Heap { func, edge } => {
+            let loc = p.function(func).edge_loc(edge);
+            let file = p.file_name(loc);
+            format!(
+                "heap object allocated at {}:{}",
+                file.rsplit('/').next().unwrap_or(file),
+                loc.line
+            )
+        }
         Origin::Str(_) => "<string>".to_string(),
         Origin::Opaque => "<library object>".to_string(),
     };
@@ -478,7 +483,38 @@ fn location_of(p: &Program, a: &Access<'_>, expression: &str) -> String {
         crate::backend::Target::Addr(addr) => match addr.base {
             Base::Heap { func, edge, .. } => {
                 let loc = p.function(func).edge_loc(edge);
-                format!("{expression} (heap allocated at line {})", loc.line)
+                let file = p.file_name(loc);
+                let file = file.rsplit('/').next().unwrap_or(file);
+                // The allocating function and the type the access sees the object as.
+                let alloc = p
+                    .function(func)
+                    .body
+                    .as_ref()
+                    .and_then(|c| c.edges.get(edge.0 as usize))
+                    .and_then(|e| match &e.op {
+                        crate::ir::Op::Call {
+                            callee: crate::ir::Callee::Direct(g),
+                            ..
+                        } => Some(p.function(*g).name.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "an allocation".to_string());
+                let ty = match a.mem.site {
+                    AccessSite::Lval(lv) => match &lv.host {
+                        crate::ir::Host::Deref(e) => {
+                            p.types.pointee(crate::ir::visit::strip_casts(e).ty)
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                }
+                .filter(|t| matches!(p.types.kind(*t), crate::ir::types::TypeKind::Comp(_)))
+                .map(|t| format!(", {}", p.types.display(t)))
+                .unwrap_or_default();
+                format!(
+                    "{expression} (heap object from {alloc} at {file}:{}{ty})",
+                    loc.line
+                )
             }
             _ => expression.to_string(),
         },
@@ -490,7 +526,7 @@ fn access_report(a: &Analysis<'_>, x: &Access<'_>) -> AccessReport {
     let p = a.program;
     let func = p.function(x.func);
     let expression = match x.mem.site {
-        AccessSite::Lval(lv) => lval_to_string(p, lv, Some(func)),
+        AccessSite::Lval(lv) => lval_to_source(p, lv, func),
         AccessSite::Pointee(e) => format!("*{}", expression_text(p, e, func)),
         AccessSite::Hidden(f) => format!("<state of {}()>", p.function(f).name),
     };
@@ -685,6 +721,10 @@ pub fn lock_name(
             Some(l) => (l.name.clone(), Some(l.ty)),
             None => ("<local>".to_string(), None),
         },
+        // A heap lock as the source names it where it is taken (`pool->lock`).
+        Base::Heap { .. } if table.source_name(l).is_some() => {
+            return table.source_name(l).unwrap_or_default().to_string();
+        }
         Base::Heap { func, edge, .. } => (
             format!(
                 "<heap object allocated at line {}>",
@@ -741,7 +781,7 @@ pub fn lock_name(
 }
 
 fn expression_text(p: &Program, e: &crate::ir::Expr, func: &crate::ir::Function) -> String {
-    let s = expr_to_string(p, crate::ir::visit::strip_casts(e), Some(func));
+    let s = expr_to_source(p, crate::ir::visit::strip_casts(e), func);
     if s.contains(' ') { format!("({s})") } else { s }
 }
 
@@ -762,7 +802,7 @@ pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<S
             let name = match table.key(h.lock) {
                 LockKey::Unknown => "<unknown lock>".to_string(),
                 LockKey::Atomic => "<atomic section>".to_string(),
-                LockKey::Addr(b, off) => base_name(p, &b, off),
+                LockKey::Addr(..) => lock_name(p, table, h.lock, None),
                 LockKey::Once(b, off) => format!("<once {}>", base_name(p, &b, off)),
                 LockKey::Barrier(b, off) => format!("<passed {}>", base_name(p, &b, off)),
                 LockKey::FlagSet(g) => format!("<set {}>", p.global(g).name),

@@ -47,6 +47,10 @@ pub struct Thread {
     /// Started by code the analysis does not see (a function an unknown function receives):
     /// it may run any number of times, or not at all.
     pub unseen: bool,
+    /// The start routine a trampoline entry runs: when the entry's only call through a
+    /// function pointer has exactly one target in this thread (pigz's `ignition` calling the
+    /// routine `launch` was given), that target. Reports name the thread after it.
+    pub routine: Option<FuncId>,
 }
 
 impl Thread {
@@ -56,6 +60,14 @@ impl Thread {
     /// (`worker@main.c:12 via main.c:30`).
     pub fn name(&self, program: &Program) -> String {
         let entry = &program.function(self.entry).name;
+        // A trampoline's thread is named after the routine it runs.
+        let through = self
+            .routine
+            .map(|_| format!(" through {entry}"))
+            .unwrap_or_default();
+        let entry = &self
+            .routine
+            .map_or_else(|| entry.clone(), |r| program.function(r).name.clone());
         if self.signal
             && let Some(site) = self.site
         {
@@ -111,13 +123,42 @@ impl Thread {
                     func = s.caller;
                 }
                 format!(
-                    "{entry}@{}:{}{suffix}{via}",
+                    "{entry}@{}:{}{suffix}{via}{through}",
                     short_file(program.file_name(loc)),
                     loc.line
                 )
             }
         }
     }
+}
+
+/// The routine a thread entry runs as a trampoline: the single target, in the thread's entry
+/// context, of the entry's only call through a function pointer ([`Thread::routine`]).
+fn trampoline_routine(program: &Program, tc: &ThreadContexts, entry: FuncId) -> Option<FuncId> {
+    let cfg = program.function(entry).body.as_ref()?;
+    let mut indirect = cfg.edges.iter().enumerate().filter(|(_, e)| {
+        matches!(
+            e.op,
+            crate::ir::Op::Call {
+                callee: crate::ir::Callee::Indirect(_),
+                ..
+            }
+        )
+    });
+    let (ei, _) = indirect.next()?;
+    if indirect.next().is_some() {
+        return None;
+    }
+    let root = tc.ids().next()?;
+    if tc.ctx(root).func != entry {
+        return None;
+    }
+    let mut targets = tc
+        .callees(root, crate::ir::EdgeId(ei as u32))
+        .iter()
+        .map(|t| t.func);
+    let first = targets.next()?;
+    targets.all(|f| f == first).then_some(first)
 }
 
 fn short_file(path: &str) -> &str {
@@ -273,6 +314,7 @@ impl ThreadGraph {
             exact_entry: true,
             in_cycle: false,
             signal: false,
+            routine: None,
         }];
         let mut contexts: Vec<ThreadContexts> = Vec::new();
         let mut by_key: FxHashMap<(FuncId, CallSite), ThreadId> = FxHashMap::default();
@@ -384,6 +426,7 @@ impl ThreadGraph {
                                 in_cycle: false,
                                 signal,
                                 unseen,
+                                routine: None,
                             });
                             by_key.insert((f, site), t);
                             t
@@ -435,6 +478,9 @@ impl ThreadGraph {
                         && site.is_some_and(|s| site_mult.get(&(*p, s)).copied().unwrap_or(0) <= 1)
                 });
             threads[i].unique = unique;
+        }
+        for (t, tc) in threads.iter_mut().zip(&contexts) {
+            t.routine = trampoline_routine(program, tc, t.entry);
         }
         ThreadGraph {
             threads,
