@@ -658,6 +658,44 @@ fn baselines_hide_known_races_only() {
     assert_eq!(code, Some(2));
 }
 
+/// A baseline entry is one race with the accesses it had: a new access to the baselined
+/// variable (a write whose lock was removed, in a new function) makes the race new again,
+/// although its racing pair, and so its fingerprint, is the old one. An ignore comment on a
+/// line the race only lists as a further access does not suppress it.
+#[test]
+fn baselines_and_ignores_are_per_race_pair() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("r.c");
+    let base = dir.path().join("base.json");
+    std::fs::write(&f, RACY.replace("MARK", "")).expect("write");
+    let (code, v) = run_json(&["--write-baseline", base.to_str().expect("utf8")], &f);
+    assert_eq!(code, Some(1));
+    let fp = v["races"][0]["fingerprint"].clone();
+    let grown = RACY
+        .replace(
+            "int main(void) {",
+            "void reset(void) {\n  g = 0; // racedar-ignore[data-race]: not this pair\n}\nint main(void) {",
+        )
+        .replace("g++;MARK", "g++;\n  reset();");
+    std::fs::write(&f, grown).expect("write");
+    let (code, v) = run_json(&["--baseline", base.to_str().expect("utf8")], &f);
+    let races = v["races"].as_array().expect("races");
+    let same: Vec<_> = races.iter().filter(|r| r["fingerprint"] == fp).collect();
+    assert_eq!(same.len(), 1, "{v}");
+    let listed = same[0]["accesses"]
+        .as_array()
+        .expect("accesses")
+        .iter()
+        .skip(2)
+        .any(|a| a["expression"] == "g" && a["kind"] == "write");
+    assert!(
+        listed,
+        "the new write is a further access of the old race: {v}"
+    );
+    assert!(same[0].get("suppressed").is_none(), "{v}");
+    assert_eq!(code, Some(1));
+}
+
 /// `--svcomp`: the verdict line ends stdout, the exit code is 0 whatever the verdict, a
 /// `false` verdict writes a YAML violation witness naming both accesses, and a property other
 /// than no-data-race gives `unknown`.

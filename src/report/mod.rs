@@ -385,10 +385,17 @@ impl Report {
                 _ => i.reason.clone(),
             })
             .collect();
-        let deadlocks = a
-            .deadlocks
-            .as_ref()
-            .map(|d| d.deadlocks.iter().map(|x| deadlock_report(a, x)).collect());
+        // One warning per deadlock: cycles with one fingerprint (the same locks taken in the
+        // same functions, found in several thread pairs or contexts) are reported once, the
+        // first (must-deadlocks come first) standing for all.
+        let deadlocks = a.deadlocks.as_ref().map(|d| {
+            let mut seen = std::collections::BTreeSet::new();
+            d.deadlocks
+                .iter()
+                .map(|x| deadlock_report(a, x))
+                .filter(|r| seen.insert(r.fingerprint.clone()))
+                .collect()
+        });
         Report {
             verdict: a.verdict,
             races,

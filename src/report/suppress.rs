@@ -2,12 +2,16 @@
 //! clang-tidy, Infer and ThreadSanitizer).
 //!
 //! - `racedar-ignore[data-race]: reason` (or `racedar-ignore: reason`) in a comment on the line
-//!   of either racing access suppresses that race (`inSource`, the reason as justification);
+//!   of either access of a race's racing pair (its first two accesses) suppresses that race
+//!   (`inSource`, the reason as justification); the further accesses a race lists do not;
 //! - `racedar-ignore-file` in a comment anywhere in a file suppresses every race with an access
 //!   in that file;
 //! - a baseline (`--write-baseline FILE`, then `--baseline FILE`) lists fingerprints (see
-//!   [`super::sarif::fingerprint`]); races whose fingerprint it lists are suppressed
-//!   (`external`).
+//!   [`super::sarif::fingerprint`]) and, per fingerprint, the accesses the race had (function,
+//!   kind, expression and lockset: line-independent); a race is suppressed (`external`) when
+//!   the baseline lists its fingerprint and every access it has now: a new access to an old
+//!   variable (a write whose lock was removed, say) makes the race new again, although its
+//!   racing pair, and so its fingerprint, is the old one.
 //!
 //! Suppressed races stay in JSON and SARIF, marked; the text report and the exit code ignore
 //! them.
@@ -88,22 +92,36 @@ impl Files {
     }
 }
 
-/// A baseline file: the fingerprints of accepted races (JSON `{"version": 1, "fingerprints":
-/// [...]}`).
+/// A baseline file: the fingerprints of accepted races and, per fingerprint, the keys of their
+/// accesses ([`access_key`]) (JSON `{"version": 2, "fingerprints": [...], "accesses": {fp:
+/// [...]}}`; a version-1 file without `accesses` matches by fingerprint alone).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Baseline {
     /// Format version (1).
     pub version: u32,
     /// Fingerprints, sorted.
     pub fingerprints: BTreeSet<String>,
+    /// Per fingerprint, the keys of the race's accesses when the baseline was written.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub accesses: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Baseline {
     /// The baseline of every race of a report (suppressed ones included).
     pub fn of(report: &Report) -> Baseline {
         Baseline {
-            version: 1,
+            version: 2,
             fingerprints: report.races.iter().map(super::sarif::fingerprint).collect(),
+            accesses: report
+                .races
+                .iter()
+                .map(|r| {
+                    (
+                        super::sarif::fingerprint(r),
+                        r.accesses.iter().map(access_key).collect(),
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -113,6 +131,17 @@ impl Baseline {
             .map_err(|e| format!("{}: cannot read baseline: {e}", path.display()))?;
         serde_json::from_str(&text)
             .map_err(|e| format!("{}: not a racedar baseline: {e}", path.display()))
+    }
+
+    /// Whether the baseline accepts `race`: its fingerprint is listed and, when the baseline
+    /// recorded the race's accesses, it has no access the baselined race did not have.
+    pub fn covers(&self, race: &RaceReport) -> bool {
+        let fp = super::sarif::fingerprint(race);
+        self.fingerprints.contains(&fp)
+            && self
+                .accesses
+                .get(&fp)
+                .is_none_or(|old| race.accesses.iter().all(|a| old.contains(&access_key(a))))
     }
 
     /// The baseline as JSON text.
@@ -127,18 +156,30 @@ pub fn apply(report: &mut Report, baseline: Option<&Baseline>) {
     let mut files = Files::default();
     for race in &mut report.races {
         race.suppressed = in_source(&mut files, race).or_else(|| {
-            baseline
-                .filter(|b| b.fingerprints.contains(&super::sarif::fingerprint(race)))
-                .map(|_| Suppressed {
-                    kind: "external",
-                    justification: "in the baseline".to_string(),
-                })
+            baseline.filter(|b| b.covers(race)).map(|_| Suppressed {
+                kind: "external",
+                justification: "in the baseline".to_string(),
+            })
         });
     }
 }
 
+/// The line-independent key of an access in a baseline: function, kind, expression and the
+/// locks held.
+fn access_key(a: &super::AccessReport) -> String {
+    format!(
+        "{}|{}|{}|{}",
+        a.function,
+        a.kind,
+        a.expression,
+        a.lockset.join(",")
+    )
+}
+
 fn in_source(files: &mut Files, race: &RaceReport) -> Option<Suppressed> {
-    for a in &race.accesses {
+    // The racing pair only: a comment on a line the race merely lists among further accesses
+    // is about another race.
+    for a in race.accesses.iter().take(2) {
         let Some(src) = files.get(&a.file) else {
             continue;
         };
