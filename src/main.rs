@@ -518,6 +518,28 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         Ok(x) => x,
         Err(e) => return report_error(&e),
     };
+    if args.changed {
+        // Every file named must be part of the program: a unit of the database, an input, or
+        // a header one of them includes; a typo or a file outside the project would
+        // otherwise select nothing and pass silently.
+        let known: std::collections::BTreeSet<String> = program
+            .files
+            .iter()
+            .map(|f| frontend::compdb::display_name(Path::new(f)))
+            .collect();
+        if let Some(f) = args
+            .files
+            .iter()
+            .find(|f| !known.contains(&frontend::compdb::display_name(f)))
+        {
+            eprintln!(
+                "racedar: error: {}: --changed names a file that is not part of the analysed \
+                 program (no unit of the compilation database, input or included header)",
+                f.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
     let mut model = match shipped.map(std::thread::JoinHandle::join) {
         Ok(Ok(m)) => m,
         _ => Model::shipped(),

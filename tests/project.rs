@@ -98,6 +98,22 @@ fn changed_files_select_the_reported_races() {
     ]);
     assert_eq!(code, Some(0));
     assert_eq!(v["races"].as_array().map(Vec::len), Some(0));
+    // A file that is no part of the program (a typo, a file outside the project) is an
+    // input error, not a silent pass.
+    for missing in [
+        "tests/fixtures/project/racy/src/nosuch.c",
+        "tests/fixtures/project/clean/src/main.c",
+    ] {
+        let out = racedar()
+            .args(["check", "-p", db, "--changed", missing])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{missing}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not part of the analysed program"),
+            "{missing}"
+        );
+    }
 }
 
 #[test]
