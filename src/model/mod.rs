@@ -466,12 +466,19 @@ impl Model {
     }
 
     /// The roles of a program's functions, indexed by [`FuncId`]: a function with a body gets
-    /// a role only if the role applies to defined functions ([`Role::applies_to_defined`]).
+    /// a role only if the role applies to defined functions ([`Role::applies_to_defined`]) or a
+    /// user model (`--config`) names it exactly: the user's word overrides the body (a lock
+    /// wrapper, a thread trampoline, a custom allocator the analysis would not see through).
     pub fn classify(&self, program: &Program) -> Roles {
         let mut roles: Vec<Option<Role>> = program
             .functions
             .iter()
             .map(|f| {
+                if f.body.is_some()
+                    && let Some(r) = self.by_name.get(&f.name)
+                {
+                    return Some(r.clone());
+                }
                 self.role(&f.name)
                     .filter(|r| f.body.is_none() || r.applies_to_defined())
                     .cloned()
