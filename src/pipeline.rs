@@ -768,7 +768,9 @@ fn features<'p, B: Backend<'p>>(
                                     func,
                                     edge: crate::ir::EdgeId(ei as u32),
                                 };
-                                if graph.created_at(site).next().is_none() {
+                                // With the thread graph cut short, a create left out is
+                                // the truncation (reported once), not an unknown entry.
+                                if graph.created_at(site).next().is_none() && !graph.truncated {
                                     ("a thread whose entry function is unknown", false, true)
                                 } else {
                                     continue;
