@@ -840,6 +840,23 @@ impl Roles {
 mod tests {
     use super::*;
 
+    /// Every TOML example of `config/README.md` (the user reference) is a valid model.
+    #[test]
+    fn the_config_reference_examples_parse() {
+        let text = include_str!("../../config/README.md");
+        let blocks: Vec<&str> = text
+            .split("```toml")
+            .skip(1)
+            .filter_map(|b| b.split("```").next())
+            .collect();
+        assert!(blocks.len() >= 2, "{}", blocks.len());
+        for b in blocks {
+            let mut m = Model::default();
+            assert!(m.add_toml("config/README.md", b).is_ok(), "{b}");
+            assert!(!m.by_name.is_empty(), "{b}");
+        }
+    }
+
     #[test]
     fn shipped_models_parse() {
         for (name, text) in SHIPPED {
