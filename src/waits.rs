@@ -79,30 +79,33 @@ impl Waits {
                 }
             }
         }
-        let unresolved = |f: FuncId, ei: usize| -> bool {
-            let Some(cfg) = &program.function(f).body else {
-                return false;
-            };
-            matches!(
-                cfg.edges.get(ei).map(|e| &e.op),
-                Some(Op::Call {
-                    callee: Callee::Indirect(_),
-                    ..
-                })
-            ) && calls
-                .get(&(f, EdgeId(ei as u32)))
-                .is_none_or(|s| s.is_empty())
-        };
+        // Calls through function pointers with no known target: they may call any waiting
+        // function.
+        let unresolved: FxHashSet<(FuncId, EdgeId)> = calls
+            .iter()
+            .filter(|(_, callees)| callees.is_empty())
+            .map(|(k, _)| *k)
+            .filter(|(f, e)| {
+                program
+                    .function(*f)
+                    .body
+                    .as_ref()
+                    .and_then(|c| c.edges.get(e.0 as usize))
+                    .is_some_and(|x| {
+                        matches!(
+                            x.op,
+                            Op::Call {
+                                callee: Callee::Indirect(_),
+                                ..
+                            }
+                        )
+                    })
+            })
+            .collect();
         // Functions that may wait: those holding a wait point or an unresolved indirect call,
         // and their callers, transitively.
         let mut waiting: FxHashSet<FuncId> = points.iter().map(|p| p.0).collect();
-        for &f in &funcs {
-            if let Some(cfg) = &program.function(f).body
-                && (0..cfg.edges.len()).any(|ei| unresolved(f, ei))
-            {
-                waiting.insert(f);
-            }
-        }
+        waiting.extend(unresolved.iter().map(|(f, _)| *f));
         let mut callers: FxHashMap<FuncId, Vec<FuncId>> = FxHashMap::default();
         for ((caller, _), callees) in &calls {
             for g in callees {
@@ -117,6 +120,35 @@ impl Waits {
                 }
             }
         }
+        // Per function, per edge: whether a wait inside it (a wait point, a waiting call) may
+        // precede the edge (`own`), and whether its entry reaches the edge (`from_entry`).
+        let mut seeds: FxHashMap<FuncId, Vec<NodeId>> = FxHashMap::default();
+        for &(f, n) in points {
+            seeds.entry(f).or_default().push(n);
+        }
+        let mut own: FxHashMap<FuncId, Vec<bool>> = FxHashMap::default();
+        let mut from_entry: FxHashMap<FuncId, Vec<bool>> = FxHashMap::default();
+        for &f in &funcs {
+            let Some(cfg) = &program.function(f).body else {
+                continue;
+            };
+            let mut start: Vec<NodeId> = seeds.get(&f).cloned().unwrap_or_default();
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                let k = (f, EdgeId(ei as u32));
+                if unresolved.contains(&k)
+                    || calls
+                        .get(&k)
+                        .is_some_and(|s| s.iter().any(|g| waiting.contains(g)))
+                {
+                    start.push(e.dst);
+                }
+            }
+            let per_edge = |nodes: Vec<bool>| -> Vec<bool> {
+                cfg.edges.iter().map(|e| nodes[e.src.0 as usize]).collect()
+            };
+            own.insert(f, per_edge(reachable(cfg, &start)));
+            from_entry.insert(f, per_edge(reachable(cfg, &[cfg.entry])));
+        }
         // Thread entries started at each create statement; signal handlers and threads started
         // unseen may start after any wait.
         let mut created: FxHashMap<CallSite, Vec<FuncId>> = FxHashMap::default();
@@ -128,55 +160,50 @@ impl Waits {
                 created.entry(s).or_default().push(t.entry);
             }
         }
-        let mut seeds: FxHashMap<FuncId, Vec<NodeId>> = FxHashMap::default();
-        for &(f, n) in points {
-            seeds.entry(f).or_default().push(n);
-        }
-        let mut sorted: Vec<FuncId> = funcs.iter().copied().collect();
+        // Entries a wait may precede: the callees and created threads of the statements a
+        // wait precedes, until nothing changes (a worklist over functions).
+        let mut work: Vec<FuncId> = entry_after.iter().copied().collect();
+        let mark = |f: FuncId, edges: &[bool], entry_after: &mut FxHashSet<FuncId>| {
+            let mut new = Vec::new();
+            for (ei, _) in edges.iter().enumerate().filter(|(_, a)| **a) {
+                let id = EdgeId(ei as u32);
+                let site = CallSite { func: f, edge: id };
+                let targets = calls
+                    .get(&(f, id))
+                    .into_iter()
+                    .flatten()
+                    .chain(created.get(&site).into_iter().flatten());
+                for &g in targets {
+                    if entry_after.insert(g) {
+                        new.push(g);
+                    }
+                }
+            }
+            new
+        };
+        let mut sorted: Vec<FuncId> = own.keys().copied().collect();
         sorted.sort();
-        let mut after: FxHashMap<FuncId, Vec<bool>> = FxHashMap::default();
-        loop {
-            let mut changed = false;
-            for &f in &sorted {
-                let Some(cfg) = &program.function(f).body else {
-                    continue;
-                };
-                // Nodes a wait may precede: from the wait points, the returns of waiting
-                // calls, and the entry when a wait may precede it.
-                let mut start: Vec<NodeId> = seeds.get(&f).cloned().unwrap_or_default();
-                for (ei, e) in cfg.edges.iter().enumerate() {
-                    let waits = unresolved(f, ei)
-                        || calls
-                            .get(&(f, EdgeId(ei as u32)))
-                            .is_some_and(|s| s.iter().any(|g| waiting.contains(g)));
-                    if waits {
-                        start.push(e.dst);
-                    }
-                }
-                if entry_after.contains(&f) {
-                    start.push(cfg.entry);
-                }
-                let nodes = reachable(cfg, &start);
-                let edges: Vec<bool> = cfg.edges.iter().map(|e| nodes[e.src.0 as usize]).collect();
-                for (ei, &is_after) in edges.iter().enumerate() {
-                    if !is_after {
-                        continue;
-                    }
-                    let id = EdgeId(ei as u32);
-                    for &g in calls.get(&(f, id)).into_iter().flatten() {
-                        changed |= entry_after.insert(g);
-                    }
-                    let site = CallSite { func: f, edge: id };
-                    for &g in created.get(&site).map_or(&[][..], |v| v.as_slice()) {
-                        changed |= entry_after.insert(g);
-                    }
-                }
-                after.insert(f, edges);
-            }
-            if !changed {
-                break;
+        for &f in &sorted {
+            work.extend(mark(f, &own[&f], &mut entry_after));
+        }
+        while let Some(f) = work.pop() {
+            if let Some(edges) = from_entry.get(&f) {
+                work.extend(mark(f, edges, &mut entry_after));
             }
         }
+        let after = own
+            .into_iter()
+            .map(|(f, mut edges)| {
+                if entry_after.contains(&f)
+                    && let Some(e) = from_entry.get(&f)
+                {
+                    for (a, b) in edges.iter_mut().zip(e) {
+                        *a |= *b;
+                    }
+                }
+                (f, edges)
+            })
+            .collect();
         Waits { after }
     }
 

@@ -486,32 +486,29 @@ const TEMP_ROUNDS: usize = 3;
 /// `((struct s *)tmp#4)->f`), nested up to [`TEMP_ROUNDS`] deep; any other temporary prints as
 /// `(…)`. Reports use it so that no IR name reaches a message.
 pub fn lval_to_source(p: &Program, lv: &Lval, f: &Function) -> String {
-    let plain = lval_to_string(p, lv, Some(f));
-    if !plain.contains("tmp#") {
-        return plain;
-    }
-    let texts = temp_texts(p, f);
-    let printer = Printer {
-        p,
-        opts: PrintOptions::default(),
-        temps: Some(&texts),
-    };
-    printer.lval(lv, Some(f))
+    source_text(p, f, |printer| printer.lval(lv, Some(f)))
 }
 
 /// Prints an expression of function `f` as the source wrote it (see [`lval_to_source`]).
 pub fn expr_to_source(p: &Program, e: &Expr, f: &Function) -> String {
-    let plain = expr_to_string(p, e, Some(f));
+    source_text(p, f, |printer| printer.expr(e, Some(f), 0))
+}
+
+/// Runs `print` without substitutions, and again with the temporaries' source texts
+/// ([`temp_texts`], computed only then) when the first text names a temporary.
+fn source_text(p: &Program, f: &Function, print: impl Fn(&Printer<'_>) -> String) -> String {
+    let mut printer = Printer {
+        p,
+        opts: PrintOptions::default(),
+        temps: None,
+    };
+    let plain = print(&printer);
     if !plain.contains("tmp#") {
         return plain;
     }
     let texts = temp_texts(p, f);
-    let printer = Printer {
-        p,
-        opts: PrintOptions::default(),
-        temps: Some(&texts),
-    };
-    printer.expr(e, Some(f), 0)
+    printer.temps = Some(&texts);
+    print(&printer)
 }
 
 /// The source text of each temporary of `f` ([`lval_to_source`]).

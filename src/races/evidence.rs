@@ -15,7 +15,7 @@
 //!   several candidate objects or a heap object standing for several allocations, threads
 //!   started by code the analysis does not see, and races without lock evidence.
 
-use super::{Access, Confidence, Race};
+use super::{Access, Confidence, REASONS, Race};
 use crate::backend::{AccessKind, Target};
 use crate::lockset::{LockKey, LockTable};
 use crate::threads::ThreadGraph;
@@ -44,14 +44,14 @@ impl Evidence {
     }
 }
 
-/// Reasons of a may-race (see `REASONS` in the parent module) that make its location or its
-/// parallelism too uncertain for lock evidence to count.
-const DOUBTFUL: [&str; 4] = [
-    "access through an unresolved pointer",
-    "imprecise offset",
-    "several possible targets",
-    "heap object may stand for several allocations",
-];
+/// Reasons of a may-race ([`REASONS`]) that make its location too uncertain for lock evidence
+/// to count: an unresolved pointer, an imprecise offset, several possible targets, a heap
+/// object standing for several allocations.
+const DOUBTFUL: [&str; 4] = [REASONS[0], REASONS[1], REASONS[2], REASONS[3]];
+
+/// Reasons of a may-race ([`REASONS`]) that doubt two writers run in parallel: the same
+/// non-unique thread, not certainly parallel.
+const NOT_PARALLEL: [&str; 2] = [REASONS[4], REASONS[5]];
 
 /// The evidence tier of `race` (module documentation). `accesses` are the accesses the race's
 /// indices point into, `table` names the locks of their locksets.
@@ -106,10 +106,7 @@ pub fn classify(
                 .threads
                 .get(a.thread.0 as usize)
                 .is_some_and(|t| t.unique)
-    }) && !race
-        .reasons
-        .iter()
-        .any(|r| *r == "not certainly parallel" || *r == "same non-unique thread");
+    }) && !race.reasons.iter().any(|r| NOT_PARALLEL.contains(r));
     if locked || parallel_writers {
         Evidence::Likely
     } else {

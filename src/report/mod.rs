@@ -441,7 +441,7 @@ fn witness_report(p: &Program, w: &crate::concrete::Witness) -> RaceReport {
             let file = p.file_name(loc);
             format!(
                 "heap object allocated at {}:{}",
-                file.rsplit('/').next().unwrap_or(file),
+                crate::threads::short_file(file),
                 loc.line
             )
         }
@@ -490,8 +490,7 @@ fn location_of(p: &Program, a: &Access<'_>, expression: &str) -> String {
         crate::backend::Target::Addr(addr) => match addr.base {
             Base::Heap { func, edge, .. } => {
                 let loc = p.function(func).edge_loc(edge);
-                let file = p.file_name(loc);
-                let file = file.rsplit('/').next().unwrap_or(file);
+                let file = crate::threads::short_file(p.file_name(loc));
                 // The allocating function and the type the access sees the object as.
                 let alloc = p
                     .function(func)

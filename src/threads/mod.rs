@@ -161,7 +161,8 @@ fn trampoline_routine(program: &Program, tc: &ThreadContexts, entry: FuncId) -> 
     targets.all(|f| f == first).then_some(first)
 }
 
-fn short_file(path: &str) -> &str {
+/// The file name of `path` without its directories (thread and object names in reports).
+pub fn short_file(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
