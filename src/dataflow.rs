@@ -10,7 +10,7 @@
 //! with each loop's nodes together before its exits, [`crate::ir::Cfg::loop_nested_order`]),
 //! the most recently entered callee context first, and joins become widenings at loop heads
 //! and at the entries of recursive contexts after [`WIDEN_DELAY`] updates (at every context entry after
-//! [`ENTRY_WIDEN_DELAY`]), and a few descending rounds of
+//! [`ENTRY_WIDEN_DELAY`], at any node after [`ANY_WIDEN_DELAY`]), and a few descending rounds of
 //! narrowing follow. A visit budget stops runaway analyses: the solution is then marked
 //! incomplete and consumers must not trust it.
 //!
@@ -36,6 +36,13 @@ pub const WIDEN_DELAY: u32 = 2;
 /// straight-line copies, each calling a helper that increments a counter): every such cycle
 /// passes a context entry, so widening there too makes every fixpoint terminate.
 pub const ENTRY_WIDEN_DELAY: u32 = 8;
+
+/// Changes of any node's state joined before widening starts there. Loop heads and context entries
+/// widen much earlier; this bounds the cycles that pass neither: a recursive call's result
+/// flowing from the callee's exit back to the call site inside the same context
+/// (`n = 1 + count(s + 1)`) grows by one per round, and without widening at the return site
+/// the fixpoint runs until the visit budget gives up.
+pub const ANY_WIDEN_DELAY: u32 = 24;
 
 /// Descending (narrowing) rounds after the ascending fixpoint.
 pub const NARROW_ROUNDS: u32 = 2;
@@ -189,6 +196,8 @@ struct Engine<'a, A: Analysis> {
     /// Per node, what joined into its state since its last visit (distributive domains only).
     pending: Vec<Vec<A::D>>,
     updates: Vec<Vec<u32>>,
+    /// Per node, how many updates changed its state ([`ANY_WIDEN_DELAY`]).
+    changes: Vec<Vec<u32>>,
     /// (rpo position -> node) and (node -> rpo position) per function.
     order: FxHashMap<FuncId, (Vec<NodeId>, Vec<u32>)>,
     /// Scheduled nodes as (priority, context, position): the smallest first.
@@ -235,6 +244,7 @@ pub fn solve<A: Analysis>(
         states: Vec::with_capacity(n),
         pending: Vec::new(),
         updates: Vec::with_capacity(n),
+        changes: Vec::with_capacity(n),
         order: FxHashMap::default(),
         work: BTreeSet::new(),
         rank: Vec::with_capacity(n),
@@ -335,6 +345,7 @@ impl<A: Analysis> Engine<'_, A> {
         while self.states.len() <= c.0 as usize {
             self.states.push(Vec::new());
             self.updates.push(Vec::new());
+            self.changes.push(Vec::new());
             if A::D::DISTRIBUTIVE {
                 self.pending.push(Vec::new());
             }
@@ -342,6 +353,7 @@ impl<A: Analysis> Engine<'_, A> {
         if self.states[c.0 as usize].len() < n {
             self.states[c.0 as usize] = vec![A::D::bottom(); n];
             self.updates[c.0 as usize] = vec![0; n];
+            self.changes[c.0 as usize] = vec![0; n];
             if A::D::DISTRIBUTIVE {
                 self.pending[c.0 as usize] = vec![A::D::bottom(); n];
             }
@@ -389,13 +401,18 @@ impl<A: Analysis> Engine<'_, A> {
             let count = &mut self.updates[ci][ni];
             *count = count.saturating_add(1);
             let widen = ((loop_head || recursive_entry) && *count > WIDEN_DELAY)
-                || (entry_of_call && *count > ENTRY_WIDEN_DELAY);
+                || (entry_of_call && *count > ENTRY_WIDEN_DELAY)
+                || self.changes[ci][ni] > ANY_WIDEN_DELAY;
             let st = &mut self.states[ci][ni];
-            if widen {
+            let changed = if widen {
                 st.widen_with(d)
             } else {
                 st.join_with(d)
+            };
+            if changed {
+                self.changes[ci][ni] = self.changes[ci][ni].saturating_add(1);
             }
+            changed
         };
         if changed {
             if entry_of_call && !A::D::DISTRIBUTIVE {

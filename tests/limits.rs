@@ -174,3 +174,29 @@ fn limits_must_be_positive() {
         assert_eq!(code, Some(2), "{args:?}: {err}");
     }
 }
+
+/// A recursive function's result grows by one per return into its own context
+/// (`return (*s == c) + count(s + 1, c)`): the fixpoint must widen there instead of running
+/// the value analysis out of its budget (which degrades every pointer to the syntactic
+/// answer).
+#[test]
+fn recursive_results_do_not_exhaust_the_value_analysis() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("count.c");
+    std::fs::write(
+        &file,
+        "#include <pthread.h>\n\
+         int hits;\n\
+         int count(const char *s, char c) {\n  if (*s == 0) return 0;\n\
+         \x20 return (*s == c) + count(s + 1, c);\n}\n\
+         void *worker(void *arg) {\n  hits = count(arg, 'x');\n  return 0;\n}\n\
+         int main(int argc, char **argv) {\n  pthread_t t;\n  int n = count(argv[0], 'y');\n\
+         \x20 pthread_create(&t, 0, worker, argv[0]);\n  hits = n;\n  pthread_join(t, 0);\n  return 0;\n}\n",
+    )
+    .expect("write program");
+    let (code, out, err) = check(&["--format", "json"], &file);
+    assert_eq!(code, Some(1), "stderr:\n{err}");
+    let v = json(&out);
+    assert!(v.get("degraded").is_none(), "degraded: {}", v["degraded"]);
+    assert_eq!(v["verdict"], "race");
+}
