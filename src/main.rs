@@ -220,10 +220,16 @@ struct CheckArgs {
     /// compilation database of `-p` when given; pre-commit passes the changed files).
     #[arg(long)]
     changed: bool,
-    /// Report only races with an access on a line changed since the git revision REV
-    /// (`git diff REV`, working tree included).
+    /// Report only the races and deadlocks that are new since the git revision REV: the
+    /// program is also analysed as it is at REV (same options and database; files taken from
+    /// git) and what it already had, by fingerprint, is not reported.
     #[arg(long, value_name = "REV")]
     diff_base: Option<String>,
+    /// Analyse only the program NAME of a compilation database with several programs: the
+    /// path of the unit defining its `main` (as reports name files), that file's name without
+    /// `.c`, or `library` for the units no program uses; may be repeated.
+    #[arg(long = "program", value_name = "NAME")]
+    programs: Vec<String>,
     /// Explain the race ID (its position in the report, or a fingerprint prefix of at least 4
     /// hex digits): call chains, create sites, locks, and why it is only possible.
     #[arg(long, value_name = "ID")]
@@ -492,39 +498,21 @@ fn check_files(args: &CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let loaded = match &args.compile_commands {
-        Some(db) => {
-            let fo = args.input.frontend_options();
-            frontend::compdb::read(db, &fo.preprocess)
-                .and_then(|units| {
-                    let cache = (!args.no_cache)
-                        .then(frontend::ppcache::default_dir)
-                        .flatten();
-                    frontend::load_units(&units, fo.data_model, cache.as_deref())
-                })
-                .map(|(program, fs)| {
-                    let run = RunStats::from_frontend(&fs, &program);
-                    (program, run)
-                })
-        }
-        None => {
-            let cache = (!args.no_cache)
-                .then(frontend::ppcache::default_dir)
-                .flatten();
-            load(&args.input, &args.files, cache.as_deref())
-        }
-    };
-    let (mut program, mut run) = match loaded {
-        Ok(x) => x,
+    let programs = match load_programs(args, None) {
+        Ok(p) => p,
         Err(e) => return report_error(&e),
+    };
+    let programs = match select_programs(args, programs) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     if args.changed {
         // Every file named must be part of the program: a unit of the database, an input, or
         // a header one of them includes; a typo or a file outside the project would
         // otherwise select nothing and pass silently.
-        let known: std::collections::BTreeSet<String> = program
-            .files
+        let known: std::collections::BTreeSet<String> = programs
             .iter()
+            .flat_map(|p| p.program.files.iter())
             .map(|f| frontend::compdb::display_name(Path::new(f)))
             .collect();
         if let Some(f) = args
@@ -561,18 +549,11 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         concrete: !args.no_concrete,
         deadlocks: !args.no_deadlocks,
     };
-    let mut roles = opts.model.classify(&program);
-    pipeline::prepare(&mut program, &mut roles, &opts);
-    let analysis = pipeline::analyse(&program, &roles, &opts);
+    let reports = analyse_programs(programs, &opts, args.stats);
     if !claim_output() {
         yield_output();
     }
-    run.phases.extend(analysis.phases.iter().cloned());
-    run.peak_rss_mib = stats::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0));
-    if args.stats {
-        eprint!("{}", run.render());
-    }
-    let mut report = Report::build(&analysis, run);
+    let mut report = Report::of_programs(reports);
     let baseline = match args.baseline.as_deref().map(suppress::Baseline::read) {
         Some(Err(e)) => {
             eprintln!("racedar: error: {e}");
@@ -603,20 +584,8 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         }
     }
     if let Some(rev) = &args.diff_base {
-        match changes::changed_lines(rev) {
-            Ok(changed) => {
-                report
-                    .races
-                    .retain(|r| r.accesses.iter().any(|a| changed.touches(&a.file, a.line)));
-                if let Some(ds) = &mut report.deadlocks {
-                    ds.retain(|d| {
-                        d.cycle.iter().any(|s| {
-                            changed.touches(&s.acquire.file, s.acquire.line)
-                                || changed.touches(&s.while_holding.file, s.while_holding.line)
-                        })
-                    });
-                }
-            }
+        match base_fingerprints(args, &opts, rev) {
+            Ok(base) => report.only_new(rev, &base),
             Err(e) => {
                 eprintln!("racedar: error: {e}");
                 return ExitCode::from(2);
@@ -707,6 +676,223 @@ fn check_files(args: &CheckArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Loads the program(s) of the command line: the compilation database's programs, or the
+/// input files as one program; with `snapshot`, as they are in it (`--diff-base`): paths in
+/// the repository moved there, units missing there left out.
+///
+/// Errors: the front end's (the first failing unit).
+fn load_programs(
+    args: &CheckArgs,
+    snapshot: Option<&changes::Snapshot>,
+) -> Result<Vec<frontend::LoadedProgram>, FrontendError> {
+    let cache = (!args.no_cache)
+        .then(frontend::ppcache::default_dir)
+        .flatten();
+    let mut fo = args.input.frontend_options();
+    if let Some(snap) = snapshot {
+        let pp = &mut fo.preprocess;
+        pp.include_dirs = pp.include_dirs.iter().map(|d| snap.map(d)).collect();
+        pp.includes = pp.includes.iter().map(|d| snap.map(d)).collect();
+    }
+    match &args.compile_commands {
+        Some(db) => {
+            let mut units = frontend::compdb::read(db, &fo.preprocess)?;
+            if let Some(snap) = snapshot {
+                for u in &mut units {
+                    u.path = snap.map(&u.path);
+                    let pp = &mut u.preprocess;
+                    pp.cwd = pp.cwd.as_deref().map(|c| snap.map(c));
+                    pp.include_dirs = pp.include_dirs.iter().map(|d| snap.map(d)).collect();
+                    pp.includes = pp.includes.iter().map(|d| snap.map(d)).collect();
+                    pp.extra = pp.extra.iter().map(|w| snap.map_word(w)).collect();
+                }
+                units.retain(|u| u.path.exists());
+                if units.is_empty() {
+                    return Ok(Vec::new());
+                }
+            }
+            frontend::load_programs(&units, fo.data_model, cache.as_deref())
+        }
+        None => {
+            let files: Vec<PathBuf> = match snapshot {
+                Some(snap) => args
+                    .files
+                    .iter()
+                    .map(|f| snap.map(f))
+                    .filter(|f| f.exists())
+                    .collect(),
+                None => args.files.clone(),
+            };
+            if files.is_empty() {
+                return Ok(Vec::new());
+            }
+            frontend::load_cached(&files, &fo, cache.as_deref()).map(|(program, stats)| {
+                vec![frontend::LoadedProgram {
+                    main_unit: None,
+                    library: false,
+                    program,
+                    stats,
+                }]
+            })
+        }
+    }
+}
+
+/// The programs `--program` selects (all without it).
+///
+/// Errors: a name that is no program's (exit code 2, the message printed).
+fn select_programs(
+    args: &CheckArgs,
+    mut programs: Vec<frontend::LoadedProgram>,
+) -> Result<Vec<frontend::LoadedProgram>, ExitCode> {
+    if args.programs.is_empty() {
+        return Ok(programs);
+    }
+    if let Some(unknown) = args
+        .programs
+        .iter()
+        .find(|want| !programs.iter().any(|p| program_names(p).contains(want)))
+    {
+        let known: Vec<String> = programs
+            .iter()
+            .filter_map(|p| program_names(p).into_iter().next())
+            .collect();
+        eprintln!(
+            "racedar: error: --program {unknown}: no such program (the database has: {})",
+            if known.is_empty() {
+                "one program without a name".to_string()
+            } else {
+                known.join(", ")
+            }
+        );
+        return Err(ExitCode::from(2));
+    }
+    programs.retain(|p| program_names(p).iter().any(|n| args.programs.contains(n)));
+    Ok(programs)
+}
+
+/// Analyses each program; their reports, named by program when there are several
+/// ([`Report::of_programs`] merges them). `print_stats`: `--stats` per program on stderr.
+fn analyse_programs(
+    programs: Vec<frontend::LoadedProgram>,
+    opts: &AnalysisOptions,
+    print_stats: bool,
+) -> Vec<(Option<String>, Report)> {
+    let several = programs.len() > 1;
+    let mut reports = Vec::with_capacity(programs.len());
+    for loaded in programs {
+        let frontend::LoadedProgram {
+            main_unit,
+            library,
+            mut program,
+            stats,
+        } = loaded;
+        let mut run = RunStats::from_frontend(&stats, &program);
+        let mut roles = opts.model.classify(&program);
+        pipeline::prepare(&mut program, &mut roles, opts);
+        let analysis = pipeline::analyse(&program, &roles, opts);
+        run.phases.extend(analysis.phases.iter().cloned());
+        run.peak_rss_mib = stats::peak_rss_bytes().map(|b| b as f64 / (1024.0 * 1024.0));
+        if print_stats {
+            eprint!("{}", run.render());
+        }
+        let name = if library {
+            Some("library".to_string())
+        } else {
+            main_unit
+        };
+        reports.push((name.filter(|_| several), Report::build(&analysis, run)));
+    }
+    reports
+}
+
+/// The fingerprints of the races and deadlocks of the program as it is at `rev`
+/// (`--diff-base`): analysed from a [`changes::Snapshot`] with the same options, or read from
+/// the snapshot's cache of an earlier run with the same tree, options, inputs and racedar.
+/// A program that does not load at `rev` (a syntax error then, say) has no fingerprints:
+/// every race is new, and a warning says why.
+///
+/// Errors: git's (not a repository, an unknown revision), as one line.
+fn base_fingerprints(
+    args: &CheckArgs,
+    opts: &AnalysisOptions,
+    rev: &str,
+) -> Result<std::collections::BTreeSet<String>, String> {
+    use sha2::Digest as _;
+    let cache = (!args.no_cache)
+        .then(frontend::ppcache::cache_root)
+        .flatten();
+    let snap = changes::Snapshot::take(rev, cache.as_deref())?;
+    // What the analysis of the snapshot depends on besides the tree.
+    let mut h = sha2::Sha256::new();
+    h.update(format!("{args:?}").as_bytes());
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    if let Ok(exe) = std::env::current_exe()
+        && let Ok(m) = std::fs::metadata(exe)
+    {
+        h.update(format!("{}:{:?}", m.len(), m.modified().ok()).as_bytes());
+    }
+    for f in args.configs.iter().chain(args.compile_commands.iter()) {
+        let f = if f.is_dir() {
+            f.join("compile_commands.json")
+        } else {
+            f.clone()
+        };
+        h.update(std::fs::read(&f).unwrap_or_default());
+    }
+    let key = frontend::ppcache::hex(&h.finalize()[..12]);
+    let stored = snap.dir.join(format!(".racedar-fingerprints-{key}.json"));
+    if let Ok(text) = std::fs::read_to_string(&stored)
+        && let Ok(fps) = serde_json::from_str::<std::collections::BTreeSet<String>>(&text)
+    {
+        return Ok(fps);
+    }
+    let programs = match load_programs(args, Some(&snap)) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!(
+                "racedar: warning: the program at {rev} does not load, every race is new: {e}"
+            );
+            return Ok(Default::default());
+        }
+    };
+    let programs = select_programs(args, programs).unwrap_or_default();
+    let base = Report::of_programs(analyse_programs(programs, opts, false));
+    let fps: std::collections::BTreeSet<String> = base
+        .races
+        .iter()
+        .map(|r| r.fingerprint.clone())
+        .chain(
+            base.deadlocks
+                .iter()
+                .flatten()
+                .map(|d| d.fingerprint.clone()),
+        )
+        .collect();
+    if cache.is_some()
+        && let Ok(text) = serde_json::to_string(&fps)
+    {
+        let _ = std::fs::write(&stored, text);
+    }
+    Ok(fps)
+}
+
+/// The names `--program` accepts for a loaded program: its `main` unit's report name and that
+/// file's stem, or `library` for the library part.
+fn program_names(p: &frontend::LoadedProgram) -> Vec<String> {
+    if p.library {
+        return vec!["library".to_string()];
+    }
+    let Some(unit) = &p.main_unit else {
+        return Vec::new();
+    };
+    let mut names = vec![unit.clone()];
+    if let Some(stem) = Path::new(unit).file_stem().and_then(|s| s.to_str()) {
+        names.push(stem.to_string());
+    }
+    names
 }
 
 /// The text report's options from the command line.

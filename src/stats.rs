@@ -96,7 +96,34 @@ pub struct RunStats {
     pub edges: usize,
 }
 
+/// The larger of two optional memory figures.
+fn max_mib(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 impl RunStats {
+    /// Adds another program's statistics to these (a database with several programs): counts
+    /// and phase times add up (per phase name), memory is the larger peak.
+    pub fn add(&mut self, o: &RunStats) {
+        for ph in &o.phases {
+            match self.phases.iter_mut().find(|p| p.name == ph.name) {
+                Some(p) => {
+                    p.ms += ph.ms;
+                    p.peak_rss_mib = max_mib(p.peak_rss_mib, ph.peak_rss_mib);
+                }
+                None => self.phases.push(ph.clone()),
+            }
+        }
+        self.peak_rss_mib = max_mib(self.peak_rss_mib, o.peak_rss_mib);
+        self.units += o.units;
+        self.preprocessed_bytes += o.preprocessed_bytes;
+        self.functions += o.functions;
+        self.edges += o.edges;
+    }
+
     /// The statistics of a front-end run: its phases and the size of the lowered program.
     pub fn from_frontend(fs: &FrontendStats, program: &Program) -> RunStats {
         let bodies = program.functions.iter().filter_map(|f| f.body.as_ref());

@@ -1,7 +1,8 @@
 //! Whole projects: a compilation database of two translation units is one program; the race
-//! across the units is found through `-p` and the locked variant is clean; `--changed` and
-//! `--diff-base` report only the races touching the given files or changed lines, which is
-//! what the pre-commit hook relies on (tested with a real `git commit` and hook).
+//! across the units is found through `-p` and the locked variant is clean; a database with
+//! two programs analyses each; `--changed` reports only the races touching the given files
+//! and `--diff-base` only the new ones, which is what the pre-commit hook relies on (tested
+//! with a real `git commit` and hook).
 
 use assert_cmd::Command;
 use serde_json::Value;
@@ -153,22 +154,23 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A git pre-commit hook running `racedar check -p ... --changed --diff-base HEAD FILES` (the
-/// staged C files, as pre-commit passes them) blocks a commit that
-/// touches a racy line and lets through one that touches nothing racy.
-#[test]
-fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
-    if std::process::Command::new("git")
+fn have_git() -> bool {
+    let ok = std::process::Command::new("git")
         .arg("--version")
         .output()
-        .is_err()
-    {
+        .is_ok();
+    if !ok {
         eprintln!("git not available: skipped");
-        return;
     }
+    ok
+}
+
+/// A git repository holding the `multi` fixture project (two programs and the library unit
+/// they link), committed once.
+fn multi_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     let repo = dir.path();
-    copy_dir(Path::new("tests/fixtures/project/racy"), repo);
+    copy_dir(Path::new("tests/fixtures/project/multi"), repo);
     assert!(git(repo, &["init", "-q"]).status.success());
     assert!(git(repo, &["add", "."]).status.success());
     assert!(
@@ -176,6 +178,119 @@ fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
             .status
             .success()
     );
+    dir
+}
+
+/// The lock/unlock pair around `counter += n` in the fixture's library unit.
+const LOCKED_ADD: &str =
+    "  pthread_mutex_lock(&counter_lock);\n  counter += n;\n  pthread_mutex_unlock(&counter_lock);";
+
+/// `racedar check --format json -p compile_commands.json ARGS` in `repo` with its own cache
+/// directory; (exit code, report).
+fn check_in(repo: &Path, cache: &Path, args: &[&str]) -> (Option<i32>, Value) {
+    let out = racedar()
+        .current_dir(repo)
+        .env("RACEDAR_CACHE_DIR", cache)
+        .args(["check", "--format", "json", "-p", "compile_commands.json"])
+        .args(args)
+        .output()
+        .expect("runs");
+    let v = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code(), v)
+}
+
+/// Several programs in one database: each test program defines its own `log_line` (no
+/// redefinition error), both link the library unit, and `--program` selects one.
+#[test]
+fn a_database_with_two_programs_analyses_each() {
+    let (code, v) = json(&["-p", "tests/fixtures/project/multi/compile_commands.json"]);
+    assert_eq!(
+        (code, &v["verdict"]),
+        (Some(0), &Value::from("no-race")),
+        "{v}"
+    );
+    let out = racedar()
+        .args(["check", "--no-cache", "--program", "nosuch", "-p"])
+        .arg("tests/fixtures/project/multi/compile_commands.json")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--program nosuch: no such program")
+            && err.contains("tests/fixtures/project/multi/app/main.c"),
+        "{err}"
+    );
+    let (code, _) = json(&[
+        "--program",
+        "test_counter",
+        "-p",
+        "tests/fixtures/project/multi/compile_commands.json",
+    ]);
+    assert_eq!(code, Some(0));
+}
+
+/// `--diff-base HEAD` reports the races a change introduces, by fingerprint: a deleted
+/// lock/unlock pair (which changes no line of the racing accesses) is one new race, named
+/// with both programs that link the unit, exit 1; the same race once committed is not new
+/// (exit 0, counted as known); a harmless change that moves every line is nothing new; and
+/// after the fix nothing is reported.
+#[test]
+fn diff_base_reports_exactly_the_new_race() {
+    if !have_git() {
+        return;
+    }
+    let dir = multi_repo();
+    let repo = dir.path();
+    let cache = tempfile::tempdir().expect("cache");
+    let lib = repo.join("lib/counter.c");
+    let original = std::fs::read_to_string(&lib).expect("counter.c");
+    assert!(original.contains(LOCKED_ADD));
+    // Harmless: a comment at the top moves every line.
+    std::fs::write(&lib, format!("/* counter library */\n\n{original}")).expect("write");
+    let (code, v) = check_in(repo, cache.path(), &["--diff-base", "HEAD"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["races"].as_array().map(Vec::len), Some(0), "{v}");
+    // The lock pair removed.
+    std::fs::write(&lib, original.replace(LOCKED_ADD, "  counter += n;")).expect("write");
+    let (code, v) = check_in(repo, cache.path(), &["--diff-base", "HEAD"]);
+    assert_eq!(code, Some(1), "{v}");
+    let races = v["races"].as_array().expect("races");
+    assert_eq!(races.len(), 1, "{v}");
+    assert_eq!(races[0]["location"], "counter");
+    assert_eq!(races[0]["program"], "app/main.c, tests/test_counter.c");
+    assert_eq!(v["diff_base"]["rev"], "HEAD");
+    // Committed, the race is the program's own: not new.
+    git(repo, &["commit", "-q", "--no-verify", "-am", "racy"]);
+    let (code, v) = check_in(repo, cache.path(), &["--diff-base", "HEAD"]);
+    assert_eq!(code, Some(0), "{v}");
+    assert_eq!(v["diff_base"]["known_races"], 1, "{v}");
+    // The fix: nothing new either.
+    std::fs::write(&lib, &original).expect("write");
+    let (code, v) = check_in(repo, cache.path(), &["--diff-base", "HEAD"]);
+    assert_eq!(
+        (code, v["races"].as_array().map(Vec::len)),
+        (Some(0), Some(0)),
+        "{v}"
+    );
+}
+
+/// A git pre-commit hook running `racedar check -p ... --changed --diff-base HEAD FILES` (the
+/// staged C files, as pre-commit passes them) lets through a commit that adds no race and
+/// blocks one that removes a lock pair, naming the race.
+#[test]
+fn a_pre_commit_hook_blocks_commits_adding_a_race() {
+    if !have_git() {
+        return;
+    }
+    let dir = multi_repo();
+    let repo = dir.path();
     let bin = assert_cmd::cargo::cargo_bin("racedar");
     let hook = repo.join(".git/hooks/pre-commit");
     std::fs::write(
@@ -194,24 +309,27 @@ fn a_pre_commit_hook_blocks_commits_touching_racy_lines() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
-    let main = repo.join("src/main.c");
-    let original = std::fs::read_to_string(&main).expect("main.c");
-    // Touch nothing racy: a comment on the static's line.
+    let lib = repo.join("lib/counter.c");
+    let original = std::fs::read_to_string(&lib).expect("counter.c");
+    // Nothing racy: a renamed local.
     std::fs::write(
-        &main,
-        original.replace("/* only main touches it */", "/* main's own counter */"),
+        &lib,
+        original
+            .replace("int v;", "int value;")
+            .replace("v = ", "value = ")
+            .replace("return v;", "return value;"),
     )
     .expect("write");
     git(repo, &["add", "."]);
-    let ok = git(repo, &["commit", "-q", "-m", "comment"]);
+    let ok = git(repo, &["commit", "-q", "-m", "rename"]);
     assert!(
         ok.status.success(),
-        "hook refused a harmless commit: {}",
-        String::from_utf8_lossy(&ok.stdout)
+        "hook refused a harmless commit: {}{}",
+        String::from_utf8_lossy(&ok.stdout),
+        String::from_utf8_lossy(&ok.stderr)
     );
-    // Touch the racy write.
-    let now = std::fs::read_to_string(&main).expect("main.c");
-    std::fs::write(&main, now.replace("counter = 0;", "counter = 1;")).expect("write");
+    let now = std::fs::read_to_string(&lib).expect("counter.c");
+    std::fs::write(&lib, now.replace(LOCKED_ADD, "  counter += n;")).expect("write");
     git(repo, &["add", "."]);
     let refused = git(repo, &["commit", "-q", "-m", "racy"]);
     assert!(!refused.status.success(), "hook let a racy commit through");

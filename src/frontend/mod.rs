@@ -15,6 +15,7 @@ pub mod cpp;
 pub mod driver;
 pub mod error;
 pub mod layout;
+pub mod link;
 pub mod lower;
 pub mod parse;
 pub mod ppcache;
@@ -92,6 +93,20 @@ pub fn load_cached(
     Ok((pb.finish(), stats))
 }
 
+/// One program of a compilation database ([`link`]).
+#[derive(Debug)]
+pub struct LoadedProgram {
+    /// The name of the unit defining `main` as reports name files (`None`: the database's
+    /// only program when it has at most one `main`, or its library part when it has several).
+    pub main_unit: Option<String>,
+    /// Whether this is the library part of a database with several programs.
+    pub library: bool,
+    /// The lowered program.
+    pub program: Program,
+    /// Front-end statistics (preprocessing counts once, in the first program).
+    pub stats: FrontendStats,
+}
+
 /// Loads the translation units of a compilation database as one program: each unit is
 /// preprocessed with its own options and directory, in parallel, then parsed and lowered in
 /// order (externals linked by name, `static` objects per unit).
@@ -105,6 +120,53 @@ pub fn load_units(
     data_model: DataModel,
     cache: Option<&std::path::Path>,
 ) -> Result<(Program, FrontendStats), FrontendError> {
+    let (parsed, mut stats, files) = parse_units(units, cache)?;
+    let all: Vec<usize> = (0..parsed.len()).collect();
+    let program = lower_program(&parsed, &all, &files, data_model, &mut stats)?;
+    Ok((program, stats))
+}
+
+/// Loads a compilation database as its programs ([`link::programs`]): with at most one unit
+/// defining `main`, one program of every unit (as [`load_units`]); otherwise one program per
+/// `main` unit with the units it links, and the library part when some unit is in no program.
+/// Definitions that conflict between programs (each test program's own helper) are no error.
+///
+/// Errors: as [`load_units`] (preprocessing or parsing any unit; lowering a program).
+pub fn load_programs(
+    units: &[compdb::Unit],
+    data_model: DataModel,
+    cache: Option<&std::path::Path>,
+) -> Result<Vec<LoadedProgram>, FrontendError> {
+    let (parsed, mut stats, files) = parse_units(units, cache)?;
+    let symbols: Vec<link::UnitSymbols> =
+        parsed.iter().map(|(p, _)| link::symbols(&p.unit)).collect();
+    let groups = link::programs(&symbols);
+    let several = groups.len() > 1;
+    let mut out = Vec::with_capacity(groups.len());
+    for g in groups {
+        let mut st = std::mem::take(&mut stats);
+        let program = lower_program(&parsed, &g.units, &files, data_model, &mut st)?;
+        out.push(LoadedProgram {
+            main_unit: g.main.filter(|_| several).map(|m| units[m].name.clone()),
+            library: g.main.is_none() && several,
+            program,
+            stats: st,
+        });
+    }
+    Ok(out)
+}
+
+/// A parsed unit and the id of its main file.
+type ParsedWithMain = (parse::ParsedUnit, crate::ir::FileId);
+
+/// Preprocesses (in parallel, through the cache) and parses every unit; returns the parsed
+/// units with their main file's id, the statistics and the file table their ids refer to.
+///
+/// Errors: the first failing unit in database order.
+fn parse_units(
+    units: &[compdb::Unit],
+    cache: Option<&std::path::Path>,
+) -> Result<(Vec<ParsedWithMain>, FrontendStats, source_map::FileTable), FrontendError> {
     use rayon::prelude::*;
     use std::io::IsTerminal as _;
     let t0 = Instant::now();
@@ -134,11 +196,42 @@ pub fn load_units(
         preprocess: t0.elapsed(),
         ..FrontendStats::default()
     };
-    let mut pb = lower::ProgramBuilder::new(data_model);
+    let mut files = source_map::FileTable::default();
+    let mut parsed = Vec::with_capacity(pre.len());
     for pp in pre {
-        lower_preprocessed(&mut pb, pp?, &mut stats)?;
+        let pp = pp?;
+        let t1 = Instant::now();
+        stats.preprocessed_bytes += pp.text.len();
+        let main = files.intern(&pp.path);
+        let p = parse::parse(&pp.path, pp.text, &mut files)?;
+        stats.parse += t1.elapsed();
+        parsed.push((p, main));
     }
-    Ok((pb.finish(), stats))
+    Ok((parsed, stats, files))
+}
+
+/// Lowers the parsed units `which` into one program.
+///
+/// Errors: the lowering's first [`FrontendError`] (invalid C, a redefinition).
+fn lower_program(
+    parsed: &[ParsedWithMain],
+    which: &[usize],
+    files: &source_map::FileTable,
+    data_model: DataModel,
+    stats: &mut FrontendStats,
+) -> Result<Program, FrontendError> {
+    let mut pb = lower::ProgramBuilder::new(data_model);
+    pb.files = files.clone();
+    for &i in which {
+        let Some((p, main)) = parsed.get(i) else {
+            continue;
+        };
+        let t = Instant::now();
+        pb.lower_unit(p, *main)?;
+        stats.lower += t.elapsed();
+        stats.units += 1;
+    }
+    Ok(pb.finish())
 }
 
 /// Preprocesses `u`, or takes it from the cache in `cache` (see [`ppcache`]) and stores it

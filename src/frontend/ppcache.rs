@@ -54,7 +54,7 @@ pub fn default_dir() -> Option<PathBuf> {
 }
 
 /// Lower-case hexadecimal of `bytes` (cache keys).
-pub(super) fn hex(bytes: &[u8]) -> String {
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -133,6 +133,11 @@ pub struct RaceReport {
     pub suppressed: Option<suppress::Suppressed>,
     /// The line-independent fingerprint (see [`sarif::fingerprint`]).
     pub fingerprint: String,
+    /// The programs of a compilation database with several programs that have the race: the
+    /// units defining their `main`, or `library` ([`crate::frontend::link`]), separated by
+    /// `, `. Not part of the fingerprint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
 }
 
 /// Races with one fingerprint are one race (issue "Reports people act on", item 1): the same
@@ -265,6 +270,9 @@ pub struct DeadlockReport {
     pub reason: Option<String>,
     /// The line-independent fingerprint (see [`sarif::deadlock_fingerprint`]).
     pub fingerprint: String,
+    /// The program that has the deadlock (as [`RaceReport::program`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
 }
 
 /// The whole report (`--format json` prints it as one object).
@@ -290,8 +298,22 @@ pub struct Report {
     /// verdict is then `unknown` and nothing was searched for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<Stopped>,
+    /// Set by `--diff-base`: only what is new since that revision is reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_base: Option<DiffBase>,
     /// Timings and counts.
     pub stats: RunStats,
+}
+
+/// What a differential run (`--diff-base REV`, [`crate::changes`]) left out.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
+pub struct DiffBase {
+    /// The revision compared with.
+    pub rev: String,
+    /// Races the program already had at `rev` (same fingerprint), not reported.
+    pub known_races: usize,
+    /// Deadlocks the program already had at `rev`, not reported.
+    pub known_deadlocks: usize,
 }
 
 /// Why a run was stopped before its end (README, "Resource limits").
@@ -366,6 +388,7 @@ impl Report {
                     more_accesses: r.accesses.len().saturating_sub(MAX_LISTED_ACCESSES),
                     suppressed: None,
                     fingerprint: String::new(),
+                    program: None,
                 };
                 race.fingerprint = sarif::fingerprint(&race);
                 race
@@ -404,8 +427,121 @@ impl Report {
             imprecision,
             degraded: a.degraded.clone(),
             stopped: None,
+            diff_base: None,
             stats,
         }
+    }
+
+    /// The report of a database with several programs ([`crate::frontend::link`]): each
+    /// program's report, `name` set when there are several. Races and deadlocks carry their
+    /// program; one found in several programs (a linked library unit's) is reported once,
+    /// naming them all (`a.c, b.c`); tier order kept across programs; imprecision
+    /// and degradation notes are prefixed with `program NAME: `; the verdict is `race` when
+    /// some program has a race, else `unknown` when some program is unknown, else `no-race`;
+    /// counts add up, phase times add up per phase, memory is the peak.
+    pub fn of_programs(reports: Vec<(Option<String>, Report)>) -> Report {
+        let mut reports = reports.into_iter();
+        let Some((first_name, first)) = reports.next() else {
+            return Report {
+                verdict: Verdict::NoRace,
+                races: Vec::new(),
+                deadlocks: Some(Vec::new()),
+                deadlocks_truncated: false,
+                imprecision: Vec::new(),
+                degraded: Vec::new(),
+                stopped: None,
+                diff_base: None,
+                stats: RunStats::default(),
+            };
+        };
+        let mut out = first.named(first_name);
+        for (name, r) in reports {
+            let r = r.named(name);
+            out.verdict = match (out.verdict, r.verdict) {
+                (Verdict::Race, _) | (_, Verdict::Race) => Verdict::Race,
+                (Verdict::Unknown, _) | (_, Verdict::Unknown) => Verdict::Unknown,
+                _ => Verdict::NoRace,
+            };
+            out.races.extend(r.races);
+            out.deadlocks = match (out.deadlocks.take(), r.deadlocks) {
+                (Some(mut a), Some(b)) => {
+                    a.extend(b);
+                    Some(a)
+                }
+                (a, b) => a.or(b),
+            };
+            out.deadlocks_truncated |= r.deadlocks_truncated;
+            out.imprecision.extend(r.imprecision);
+            out.degraded.extend(r.degraded);
+            out.stats.add(&r.stats);
+        }
+        // A race of a unit several programs link (the same pair, one fingerprint) is one
+        // warning naming every program that has it.
+        let mut first: BTreeMap<String, usize> = BTreeMap::new();
+        let mut races: Vec<RaceReport> = Vec::with_capacity(out.races.len());
+        for r in std::mem::take(&mut out.races) {
+            match first.get(&r.fingerprint) {
+                Some(&i) => {
+                    let lead = &mut races[i];
+                    if let (Some(a), Some(b)) = (&mut lead.program, &r.program) {
+                        a.push_str(", ");
+                        a.push_str(b);
+                    }
+                    if tier(r.evidence) < tier(lead.evidence) {
+                        lead.evidence = r.evidence;
+                        lead.confidence = r.confidence;
+                    }
+                }
+                None => {
+                    first.insert(r.fingerprint.clone(), races.len());
+                    races.push(r);
+                }
+            }
+        }
+        races.sort_by_key(|r| tier(r.evidence));
+        out.races = races;
+        if let Some(ds) = &mut out.deadlocks {
+            let mut seen = std::collections::BTreeSet::new();
+            ds.retain(|d| seen.insert(d.fingerprint.clone()));
+            ds.sort_by_key(|d| d.confidence != "must");
+        }
+        out
+    }
+
+    /// Keeps only the races and deadlocks whose fingerprints are not in `base` (those of the
+    /// program at revision `rev`) and records how many were left out.
+    pub fn only_new(&mut self, rev: &str, base: &std::collections::BTreeSet<String>) {
+        let before = self.races.len();
+        self.races.retain(|r| !base.contains(&r.fingerprint));
+        let known_races = before - self.races.len();
+        let mut known_deadlocks = 0;
+        if let Some(ds) = &mut self.deadlocks {
+            let before = ds.len();
+            ds.retain(|d| !base.contains(&d.fingerprint));
+            known_deadlocks = before - ds.len();
+        }
+        self.diff_base = Some(DiffBase {
+            rev: rev.to_string(),
+            known_races,
+            known_deadlocks,
+        });
+    }
+
+    /// This report as program `name`'s (nothing changes for `None`).
+    fn named(mut self, name: Option<String>) -> Report {
+        let Some(name) = name else {
+            return self;
+        };
+        for r in &mut self.races {
+            r.program = Some(name.clone());
+        }
+        for d in self.deadlocks.iter_mut().flatten() {
+            d.program = Some(name.clone());
+        }
+        for i in self.imprecision.iter_mut().chain(self.degraded.iter_mut()) {
+            *i = format!("program {name}: {i}");
+        }
+        self
     }
 
     /// The report of a run a resource limit stopped: verdict `unknown`, no race, no
@@ -419,6 +555,7 @@ impl Report {
             imprecision: vec![stopped.reason.clone()],
             degraded: vec![stopped.reason.clone()],
             stopped: Some(stopped),
+            diff_base: None,
             stats,
         }
     }
@@ -478,6 +615,7 @@ fn witness_report(p: &Program, w: &crate::concrete::Witness) -> RaceReport {
         more_accesses: 0,
         suppressed: None,
         fingerprint: String::new(),
+        program: None,
     };
     race.fingerprint = sarif::fingerprint(&race);
     race
@@ -679,6 +817,7 @@ fn deadlock_report(a: &Analysis<'_>, d: &crate::deadlocks::Deadlock) -> Deadlock
         cycle,
         reason: (!d.reasons.is_empty()).then(|| d.reasons.join("; ")),
         fingerprint: String::new(),
+        program: None,
     };
     r.fingerprint = sarif::deadlock_fingerprint(&r);
     r

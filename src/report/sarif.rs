@@ -40,7 +40,7 @@ pub fn fnv1a(bytes: &[u8]) -> u64 {
     h
 }
 
-/// The line-independent fingerprint of a race: rule, location and the (function, kind,
+/// The line-independent fingerprint of a race: rule, location (line numbers of heap allocation sites left out) and the (function, kind,
 /// expression) of its two racing accesses, sorted. Moving code keeps it; renaming the
 /// variable or a function changes it.
 pub fn fingerprint(race: &RaceReport) -> String {
@@ -51,8 +51,31 @@ pub fn fingerprint(race: &RaceReport) -> String {
         .map(|a| format!("{}|{}|{}", a.function, a.kind, a.expression))
         .collect();
     parts.sort();
-    let text = format!("{DATA_RACE_RULE}|{}|{}", race.location, parts.join("|"));
+    let text = format!(
+        "{DATA_RACE_RULE}|{}|{}",
+        without_line_numbers(&race.location),
+        parts.join("|")
+    );
     format!("{:016x}", fnv1a(text.as_bytes()))
+}
+
+/// `text` without the line numbers of `file:line` positions (`malloc at pool.c:22` becomes
+/// `malloc at pool.c:`), so that a fingerprint survives lines added above the position.
+fn without_line_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == ':'
+            && out.len() > 1
+            && out[..out.len() - 1].ends_with(|p: char| p.is_ascii_alphanumeric())
+        {
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+        }
+    }
+    out
 }
 
 /// The line-independent fingerprint of a deadlock: rule, kind and the (function, lock, held
@@ -289,6 +312,9 @@ fn result(
     let mut props = BTreeMap::new();
     props.insert("confidence".to_string(), serde_json::json!(race.confidence));
     props.insert("evidence".to_string(), serde_json::json!(race.evidence));
+    if let Some(p) = &race.program {
+        props.insert("program".to_string(), serde_json::json!(p));
+    }
     r.properties = Some(PropertyBag::builder().additional_properties(props).build());
     Some(r)
 }
@@ -446,6 +472,9 @@ fn deadlock_result(
     let mut props = BTreeMap::new();
     props.insert("confidence".to_string(), serde_json::json!(d.confidence));
     props.insert("kind".to_string(), serde_json::json!(d.kind));
+    if let Some(p) = &d.program {
+        props.insert("program".to_string(), serde_json::json!(p));
+    }
     r.properties = Some(PropertyBag::builder().additional_properties(props).build());
     Some(r)
 }
@@ -581,4 +610,18 @@ pub fn render(report: &Report, root: &Path) -> String {
         .runs(vec![run])
         .build();
     serde_json::to_string_pretty(&log).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_line_numbers;
+
+    #[test]
+    fn fingerprints_leave_out_allocation_lines() {
+        assert_eq!(
+            without_line_numbers("pool->done (heap object from malloc at pool.c:22, struct pool)"),
+            "pool->done (heap object from malloc at pool.c:, struct pool)"
+        );
+        assert_eq!(without_line_numbers("a[2] ? b : 3"), "a[2] ? b : 3");
+    }
 }

@@ -70,10 +70,16 @@ pub fn render(report: &Report, opts: &TextOptions) -> String {
             .count()
     };
     let suppressed = report.races.len() - unsuppressed.len();
-    let verdict = match report.verdict {
-        Verdict::Race => "data race found",
-        Verdict::NoRace => "no data race",
-        Verdict::Unknown => "unknown",
+    // A differential run reports what is new, not the program's verdict.
+    let new_since = report
+        .diff_base
+        .as_ref()
+        .map(|d| format!("new since {}", d.rev));
+    let verdict = match (&new_since, report.verdict) {
+        (Some(n), _) => n.as_str(),
+        (None, Verdict::Race) => "data race found",
+        (None, Verdict::NoRace) => "no data race",
+        (None, Verdict::Unknown) => "unknown",
     };
     let mut extra = Vec::new();
     let hidden = unsuppressed.len() - shown.len();
@@ -102,6 +108,15 @@ pub fn render(report: &Report, opts: &TextOptions) -> String {
         count(Evidence::Likely),
         count(Evidence::Possible)
     );
+    if let Some(d) = &report.diff_base
+        && d.known_races + d.known_deadlocks > 0
+    {
+        let _ = writeln!(
+            out,
+            "racedar: not shown: {} race(s) and {} deadlock(s) the program already had at {}",
+            d.known_races, d.known_deadlocks, d.rev
+        );
+    }
     if let Some(ds) = report.deadlocks.as_ref().filter(|d| !d.is_empty()) {
         let must = ds.iter().filter(|d| d.confidence == "must").count();
         let _ = writeln!(
@@ -140,6 +155,9 @@ fn render_race(
         "{at}: warning: data race on '{}' ({}, {}) [racedar/data-race]",
         race.location, race.evidence, race.confidence
     );
+    if let Some(p) = &race.program {
+        let _ = writeln!(out, "{at}: note: in program {p}");
+    }
     let listed = race.accesses.len().min(2 + opts.max_notes);
     for a in &race.accesses[..listed] {
         let _ = writeln!(
@@ -315,6 +333,9 @@ fn render_deadlock(out: &mut String, d: &DeadlockReport) {
         at(&first.acquire),
         super::sarif::deadlock_message(d)
     );
+    if let Some(p) = &d.program {
+        let _ = writeln!(out, "{}: note: in program {p}", at(&first.acquire));
+    }
     for s in &d.cycle {
         let chain = if s.call_chain.len() > 1 {
             format!(", via {}", s.call_chain.join(" -> "))
