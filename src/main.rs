@@ -177,6 +177,11 @@ struct CheckArgs {
     /// no `deadlocks` key.
     #[arg(long)]
     no_deadlocks: bool,
+    /// Analyse the code as a library whose entry functions any number of threads may call
+    /// concurrently, with FUNC as an entry (repeatable; `main` is then not run). Code without
+    /// `main` is analysed this way with every externally visible function as an entry.
+    #[arg(long = "entry", value_name = "FUNC")]
+    entries: Vec<String>,
     /// Print per-phase time and peak memory on stderr.
     #[arg(long)]
     stats: bool,
@@ -560,7 +565,12 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         },
         concrete: !args.no_concrete,
         deadlocks: !args.no_deadlocks,
+        entries: args.entries.clone(),
     };
+    if let Err(e) = pipeline::check_entries(&program, &opts.entries) {
+        eprintln!("racedar: error: {e}");
+        return ExitCode::from(2);
+    }
     let mut roles = opts.model.classify(&program);
     pipeline::prepare(&mut program, &mut roles, &opts);
     let analysis = pipeline::analyse(&program, &roles, &opts);
