@@ -268,17 +268,18 @@ fn add_routine(program: &mut Program, entry: FuncId) -> FuncId {
         let fresh = program
             .types
             .pointee(pty)
+            .map(|t| program.types.unqualified(t))
             .and_then(|t| fresh_type(program, t));
         let Some((oty, array)) = fresh else {
             // Not a pointer to an object: any value.
-            let l = new_local(&mut locals, format!("{pname} (argument)"), pty);
+            let l = new_local(&mut locals, format!("<argument {pname}>"), pty);
             args.push(Expr {
                 kind: ExprKind::Load(Box::new(Lval::var(Var::Local(l), pty))),
                 ty: pty,
             });
             continue;
         };
-        let obj = new_local(&mut locals, format!("*{pname} (argument object)"), oty);
+        let obj = new_local(&mut locals, format!("<object at {pname}>"), oty);
         // The pointer members of a struct object point to fresh objects of their own.
         if !array && let TypeKind::Comp(c) = program.types.kind(oty) {
             let comp = program.types.comp(*c);
@@ -296,15 +297,12 @@ fn add_routine(program: &mut Program, entry: FuncId) -> FuncId {
                 let Some(target) = program.types.pointee(fty_u) else {
                     continue;
                 };
+                let target = program.types.unqualified(target);
                 let Some((mty, marray)) = fresh_type(program, target) else {
                     continue;
                 };
                 let fname = fname.unwrap_or_else(|| format!("#{index}"));
-                let m = new_local(
-                    &mut locals,
-                    format!("*{pname}->{fname} (argument object)"),
-                    mty,
-                );
+                let m = new_local(&mut locals, format!("<object at {pname}->{fname}>"), mty);
                 let rhs = address(program, m, mty, marray, fty_u);
                 ops.push(Op::Assign {
                     lhs: Lval {
