@@ -177,6 +177,11 @@ struct CheckArgs {
     /// no `deadlocks` key.
     #[arg(long)]
     no_deadlocks: bool,
+    /// Analyse the code as a library whose entry functions any number of threads may call
+    /// concurrently, with FUNC as an entry (repeatable; `main` is then not run). Code without
+    /// `main` is analysed this way with every externally visible function as an entry.
+    #[arg(long = "entry", value_name = "FUNC")]
+    entries: Vec<String>,
     /// Print per-phase time and peak memory on stderr.
     #[arg(long)]
     stats: bool,
@@ -548,7 +553,22 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         },
         concrete: !args.no_concrete,
         deadlocks: !args.no_deadlocks,
+        entries: args.entries.clone(),
     };
+    // An entry must be a function with a body in some program.
+    if let Some(e) = programs
+        .iter()
+        .map(|p| pipeline::check_entries(&p.program, &opts.entries))
+        .find_map(Result::err)
+        .filter(|_| {
+            programs
+                .iter()
+                .all(|p| pipeline::check_entries(&p.program, &opts.entries).is_err())
+        })
+    {
+        eprintln!("racedar: error: {e}");
+        return ExitCode::from(2);
+    }
     let reports = analyse_programs(programs, &opts, args.stats);
     if !claim_output() {
         yield_output();

@@ -46,6 +46,11 @@ pub struct AnalysisOptions {
     pub concrete: bool,
     /// Whether to look for deadlocks (`--no-deadlocks` turns it off).
     pub deadlocks: bool,
+    /// The entry functions of library mode (`--entry`, issue 21 item 2): when not empty, the
+    /// program is analysed as a library with these entries even if it has a `main`
+    /// ([`crate::ir::harness`]). Names that are not functions with a body are left out here;
+    /// [`check_entries`] reports them.
+    pub entries: Vec<String>,
 }
 
 /// How the verdict is drawn from the races (seed 001 §5.3: the under- and over-approximating
@@ -71,6 +76,7 @@ impl Default for AnalysisOptions {
             mode: Mode::Combined,
             concrete: true,
             deadlocks: true,
+            entries: Vec::new(),
         }
     }
 }
@@ -125,15 +131,57 @@ pub struct Analysis<'p> {
 /// that create threads ([`crate::ir::unroll`]), then gives each call site of a small function
 /// that creates or joins threads its own copy ([`crate::ir::specialise`]), so that each
 /// peeled iteration and each call of a create wrapper starts its own thread; finally calls
-/// exit handlers and registered callbacks where they run ([`crate::ir::deferred`]).
+/// exit handlers and registered callbacks where they run ([`crate::ir::deferred`]). In library
+/// mode (no `main`, or `opts.entries` named) it adds, before the callbacks, the harness that
+/// calls the entry functions from any number of threads ([`crate::ir::harness`]; after the
+/// peeling, so that the entries' threads stay non-unique).
 pub fn prepare(program: &mut Program, roles: &mut Roles, opts: &AnalysisOptions) {
     let n = crate::ir::unroll::peel_thread_loops(program, roles, opts.unroll);
     tracing::debug!(loops = n, "peeled thread-creating loops");
     let n = crate::ir::specialise::specialise_thread_functions(program, roles);
     tracing::debug!(copies = n, "specialised thread functions per call site");
+    if library_mode(program, opts) {
+        let names: Vec<String> = opts
+            .entries
+            .iter()
+            .filter(|n| check_entries(program, std::slice::from_ref(n)).is_ok())
+            .cloned()
+            .collect();
+        let entries = crate::ir::harness::entries(program, roles, &names).unwrap_or_default();
+        tracing::debug!(entries = entries.len(), "library mode: harness added");
+        crate::ir::harness::add_harness(program, roles, &entries);
+    }
     let n = crate::ir::deferred::insert_deferred_callbacks(program, roles);
     tracing::debug!(sites = n, "deferred callbacks made explicit");
 }
+
+/// Whether `program` is analysed as a library (issue 21 item 2): `--entry` names entries, or
+/// it has no [`main_function`].
+pub fn library_mode(program: &Program, opts: &AnalysisOptions) -> bool {
+    !opts.entries.is_empty() || main_function(program).is_none()
+}
+
+/// Checks the `--entry` names: each must be a function with a body.
+///
+/// # Errors
+/// The first name that is not: `--entry NAME: no function with a body of that name`.
+pub fn check_entries(program: &Program, entries: &[String]) -> Result<(), String> {
+    for n in entries {
+        if !program
+            .functions
+            .iter()
+            .any(|f| &f.name == n && f.body.is_some() && f.linkage != Linkage::None)
+        {
+            return Err(format!("--entry {n}: no function with a body of that name"));
+        }
+    }
+    Ok(())
+}
+
+/// The imprecision of library mode: races rest on the assumption that the entries run
+/// concurrently, so none is certain; it does not block `no-race`.
+pub const LIBRARY_MODE: &str =
+    "library mode: entry functions assumed to be called concurrently by any number of threads";
 
 /// Runs the race analysis on a lowered program whose functions `roles` classifies
 /// ([`Model::classify`] with `opts.model`).
@@ -163,7 +211,17 @@ fn run<'p, B: Backend<'p>>(
 ) -> Analysis<'p> {
     let mut imprecision = Vec::new();
     let t = Instant::now();
-    let Some(main) = main_function(program) else {
+    let library = crate::ir::harness::harness(program);
+    if library.is_some() {
+        imprecision.push(Imprecision {
+            reason: LIBRARY_MODE.into(),
+            loc: None,
+            blocks_race: true,
+            blocks_no_race: false,
+            wait: None,
+        });
+    }
+    let Some(main) = library.or_else(|| main_function(program)) else {
         imprecision.push(Imprecision {
             reason: "no main function: nothing to start the threads from".into(),
             loc: None,
@@ -264,7 +322,8 @@ fn run<'p, B: Backend<'p>>(
     });
     let mut races = races;
     let mut unexplained = Vec::new();
-    if opts.concrete {
+    // Concrete executions of the harness are not executions of the program (library mode).
+    if opts.concrete && library.is_none() {
         let t = Instant::now();
         unexplained = witness_races(program, roles, &mut races);
         phases.push(Phase::new("concrete", t.elapsed()));
@@ -530,6 +589,7 @@ fn verdict(
         .iter()
         .any(|i| i.blocks_race && i.wait.is_some());
     let blocks_no_race = imprecision.iter().any(|i| i.blocks_no_race);
+    let library = imprecision.iter().any(|i| i.reason == LIBRARY_MODE);
     if blocks_all || blocks_after_waits {
         let accesses = &races.accesses;
         for r in &mut races.races {
@@ -543,7 +603,11 @@ fn verdict(
                     .any(|&i| accesses.get(i).is_none_or(|a| waits.after(a.func, a.edge)));
             if doubted {
                 r.confidence = Confidence::May;
-                r.reasons = vec!["the program synchronises in ways the analysis does not model"];
+                r.reasons = vec![if library {
+                    LIBRARY_MODE
+                } else {
+                    "the program synchronises in ways the analysis does not model"
+                }];
             }
         }
     }

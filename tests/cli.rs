@@ -945,3 +945,71 @@ fn busy_waiting_is_a_loop_that_waits_for_shared_memory() {
         "{found:?}"
     );
 }
+
+/// `--entry` names a function without a body: one error line, exit 2 (issue 21 item 2).
+#[test]
+fn entry_without_a_body_is_a_usage_error() {
+    let out = racedar()
+        .args([
+            "check",
+            "--entry",
+            "no_such_function",
+            "tests/fixtures/races/library_counter_locked.c",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "racedar: error: --entry no_such_function: no function with a body of that name"
+    );
+}
+
+/// Code without `main` is checked as a library: its threads are named after the entries, the
+/// unlocked write's race is `likely` but never certain, and the verdict is `unknown`.
+#[test]
+fn code_without_main_is_checked_as_a_library() {
+    let out = racedar()
+        .args([
+            "check",
+            "--format",
+            "json",
+            "tests/fixtures/races/library_counter_unlocked.c",
+        ])
+        .output()
+        .expect("runs");
+    assert_findings(&out);
+    let v = report_without_stats(&out);
+    assert_eq!(v["verdict"], "unknown");
+    let races = v["races"].as_array().expect("races");
+    assert!(!races.is_empty());
+    for r in races {
+        assert_eq!(r["confidence"], "may", "{r}");
+    }
+    let reset = races
+        .iter()
+        .find(|r| {
+            r["accesses"]
+                .as_array()
+                .is_some_and(|a| a.iter().any(|a| a["line"] == 25))
+        })
+        .expect("a race on counter_reset's write");
+    assert_eq!(reset["evidence"], "likely");
+    let threads: Vec<&str> = reset["accesses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a["thread"].as_str())
+        .collect();
+    assert!(
+        threads.contains(&"counter_reset (library entry)"),
+        "{threads:?}"
+    );
+    assert!(
+        v["imprecision"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|s| s.as_str().is_some_and(|s| s
+                .starts_with("library mode: entry functions assumed to be called concurrently"))))
+    );
+}

@@ -206,7 +206,8 @@ fn check_in(repo: &Path, cache: &Path, args: &[&str]) -> (Option<i32>, Value) {
 }
 
 /// Several programs in one database: each test program defines its own `log_line` (no
-/// redefinition error), both link the library unit, and `--program` selects one.
+/// redefinition error), both link the library unit, the unit neither links (`journal.c`) is
+/// the library part, and `--program` selects one.
 #[test]
 fn a_database_with_two_programs_analyses_each() {
     let (code, v) = json(&["-p", "tests/fixtures/project/multi/compile_commands.json"]);

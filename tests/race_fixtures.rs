@@ -18,8 +18,12 @@ struct Expect {
     concrete: bool,
     /// Extra model files (`--config FILE`), relative to the crate root.
     configs: Vec<String>,
+    /// Library entries (`--entry FUNC`).
+    entries: Vec<String>,
     must: BTreeSet<u32>,
     reported: BTreeSet<u32>,
+    /// Lines with an access in a race of evidence `likely` or `certain`.
+    likely: BTreeSet<u32>,
     not_must: BTreeSet<u32>,
     not_reported: BTreeSet<u32>,
 }
@@ -44,6 +48,7 @@ fn expectations(src: &str) -> Expect {
                     ["--context-depth", d] => e.context_depth = d.parse().ok(),
                     ["--backend", "syntactic"] => e.syntactic = true,
                     ["--config", f] => e.configs.push(f.to_string()),
+                    ["--entry", f] => e.entries.push(f.to_string()),
                     _ => {}
                 }
             }
@@ -56,6 +61,9 @@ fn expectations(src: &str) -> Expect {
                 }
                 "MAYRACE" => {
                     e.reported.insert(n);
+                }
+                "LIKELY" => {
+                    e.likely.insert(n);
                 }
                 "NOMUST" => {
                     e.not_must.insert(n);
@@ -85,6 +93,7 @@ fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
         // race-free verdicts.
         exp.must.clear();
         exp.reported.clear();
+        exp.likely.clear();
         exp.not_must.clear();
         if exp.verdict.as_deref() != Some("no-race") {
             exp.verdict = None;
@@ -108,6 +117,7 @@ fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
             BackendKind::Value
         },
         concrete,
+        entries: exp.entries.clone(),
         ..Default::default()
     };
     let mut roles = opts.model.classify(&program);
@@ -116,9 +126,13 @@ fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
     let report = Report::build(&analysis, RunStats::default());
     let mut must_lines = BTreeSet::new();
     let mut any_lines = BTreeSet::new();
+    let mut likely_lines = BTreeSet::new();
     for r in &report.races {
         for a in &r.accesses {
             any_lines.insert(a.line);
+            if r.evidence != "possible" {
+                likely_lines.insert(a.line);
+            }
             if r.confidence == "must" {
                 must_lines.insert(a.line);
             }
@@ -140,6 +154,13 @@ fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
     for l in &exp.reported {
         if !any_lines.contains(l) {
             problems.push(format!("{name}:{l}: expected in some race"));
+        }
+    }
+    for l in &exp.likely {
+        if !likely_lines.contains(l) {
+            problems.push(format!(
+                "{name}:{l}: expected in a likely (or certain) race"
+            ));
         }
     }
     for l in &exp.not_must {

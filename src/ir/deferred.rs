@@ -241,8 +241,15 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
 }
 
 /// Adds the thread-creating function [`SPAWN`] (`SPAWN(thread-id pointer, entry, argument)`,
-/// no body) and gives it the role of a thread creation.
-fn spawn_function(program: &mut Program, roles: &mut Roles) -> FuncId {
+/// no body) and gives it the role of a thread creation; returns the one an earlier pass added,
+/// if any ([`crate::ir::harness`] uses it too).
+pub(crate) fn spawn_function(program: &mut Program, roles: &mut Roles) -> FuncId {
+    if let Some(i) = program.functions.iter().position(|f| {
+        f.name == SPAWN && f.body.is_none() && f.implicit && f.linkage == super::Linkage::Internal
+    }) && matches!(roles.get(FuncId(i as u32)), Some(Role::ThreadCreate { .. }))
+    {
+        return FuncId(i as u32);
+    }
     let types = &mut program.types;
     let int = types.common.int;
     let ty = types.plain(TypeKind::Function(super::types::FuncSig {

@@ -11,6 +11,7 @@
 pub mod cfg;
 pub mod deferred;
 pub mod expr;
+pub mod harness;
 pub mod pretty;
 pub mod specialise;
 pub mod types;

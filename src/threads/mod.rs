@@ -57,7 +57,8 @@ impl Thread {
     /// A short human name: `main`, or `entry` plus the create line (`worker@main.c:12`); a
     /// thread of a peeled loop iteration adds the iteration (`worker@main.c:12#1`), the loop's
     /// later iterations `#n+`; a create in a wrapper copied for one call adds the calls
-    /// (`worker@main.c:12 via main.c:30`).
+    /// (`worker@main.c:12 via main.c:30`); a library entry's thread (library mode,
+    /// [`crate::ir::harness`]) is its routine's name, `counter_add (library entry)`.
     pub fn name(&self, program: &Program) -> String {
         let entry = &program.function(self.entry).name;
         // A trampoline's thread is named after the routine it runs.
@@ -86,6 +87,8 @@ impl Thread {
         }
         match self.site {
             None => entry.clone(),
+            // A library entry's thread ([`crate::ir::harness`]): `counter_add (library entry)`.
+            Some(site) if crate::ir::harness::is_harness(program, site.func) => entry.clone(),
             Some(site) => {
                 let cfg = program.function(site.func).body.as_ref();
                 let edge = cfg.and_then(|c| c.edges.get(site.edge.0 as usize));
