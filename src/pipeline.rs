@@ -212,6 +212,7 @@ fn run<'p, B: Backend<'p>>(
     let mut imprecision = Vec::new();
     let t = Instant::now();
     let library = crate::ir::harness::harness(program);
+    let mut library_cut = None;
     if library.is_some() {
         imprecision.push(Imprecision {
             reason: LIBRARY_MODE.into(),
@@ -220,6 +221,21 @@ fn run<'p, B: Backend<'p>>(
             blocks_no_race: false,
             wait: None,
         });
+        if let Some((cut, all)) = crate::ir::harness::left_out(program, roles, &opts.entries) {
+            let reason = format!(
+                "library mode: {cut} of {all} entry functions left out (the first {} analysed; \
+                 name the others with --entry)",
+                crate::ir::harness::MAX_AUTO_ENTRIES
+            );
+            imprecision.push(Imprecision {
+                reason: reason.clone(),
+                loc: None,
+                blocks_race: false,
+                blocks_no_race: true,
+                wait: None,
+            });
+            library_cut = Some(reason);
+        }
     }
     let Some(main) = library.or_else(|| main_function(program)) else {
         imprecision.push(Imprecision {
@@ -232,7 +248,7 @@ fn run<'p, B: Backend<'p>>(
         return empty(program, roles, imprecision, phases, opts.deadlocks);
     };
     let graph = thread_graph(program, roles, &mut backend, main, opts.context_depth);
-    let mut degraded: Vec<String> = Vec::new();
+    let mut degraded: Vec<String> = library_cut.into_iter().collect();
     for reason in backend.degradations() {
         degraded.push(reason.clone());
         imprecision.push(Imprecision {

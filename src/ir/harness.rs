@@ -59,28 +59,66 @@ pub fn is_harness(program: &Program, func: FuncId) -> bool {
     program.function(func).name == HARNESS
 }
 
+/// Entry functions chosen automatically beyond this number are left out (each entry is a
+/// thread whose analyses cost about the size of the code it reaches; a library of hundreds of
+/// externally visible functions would otherwise take minutes). The run says so
+/// ([`left_out`]) and `--entry` names others.
+pub const MAX_AUTO_ENTRIES: usize = 3;
+
+/// The functions library mode may take as entries without `--entry`: those with a body and
+/// external linkage other than `main` that the concurrency model gives no role and no other
+/// function calls directly (an API function another one calls is analysed inside its
+/// caller's thread too), in program order; all of the first kind when every one is called.
+fn candidates(program: &Program, roles: &Roles) -> Vec<FuncId> {
+    let all: Vec<FuncId> = program
+        .functions
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| {
+            f.body.is_some()
+                && f.linkage == Linkage::External
+                && f.specialised.is_none()
+                && f.name != "main"
+                && roles.get(FuncId(*i as u32)).is_none()
+        })
+        .map(|(i, _)| FuncId(i as u32))
+        .collect();
+    let called: rustc_hash::FxHashSet<FuncId> = program
+        .functions
+        .iter()
+        .filter_map(|f| f.body.as_ref())
+        .flat_map(|c| c.edges.iter().filter_map(|e| e.op.direct_callee()))
+        .collect();
+    let roots: Vec<FuncId> = all
+        .iter()
+        .copied()
+        .filter(|f| !called.contains(f))
+        .collect();
+    if roots.is_empty() { all } else { roots }
+}
+
+/// How many automatically chosen entries [`entries`] leaves out ([`MAX_AUTO_ENTRIES`]) and
+/// how many there were; `None` when none is left out or `--entry` names them.
+pub fn left_out(program: &Program, roles: &Roles, names: &[String]) -> Option<(usize, usize)> {
+    if !names.is_empty() {
+        return None;
+    }
+    let n = candidates(program, roles).len();
+    (n > MAX_AUTO_ENTRIES).then_some((n - MAX_AUTO_ENTRIES, n))
+}
+
 /// The entry functions of library mode: the functions named in `names` (`--entry`, in
-/// order, duplicates once), or, when `names` is empty, every function with a body and
-/// external linkage other than `main` that the concurrency model does not give a role.
+/// order, duplicates once), or, when `names` is empty, the first [`MAX_AUTO_ENTRIES`] of the
+/// externally visible functions no other function calls (see [`candidates`]).
 ///
 /// # Errors
 /// The first name of `names` that is not a function with a body:
 /// `--entry NAME: no function with a body of that name`.
 pub fn entries(program: &Program, roles: &Roles, names: &[String]) -> Result<Vec<FuncId>, String> {
     if names.is_empty() {
-        return Ok(program
-            .functions
-            .iter()
-            .enumerate()
-            .filter(|(i, f)| {
-                f.body.is_some()
-                    && f.linkage == Linkage::External
-                    && f.specialised.is_none()
-                    && f.name != "main"
-                    && roles.get(FuncId(*i as u32)).is_none()
-            })
-            .map(|(i, _)| FuncId(i as u32))
-            .collect());
+        let mut c = candidates(program, roles);
+        c.truncate(MAX_AUTO_ENTRIES);
+        return Ok(c);
     }
     let mut out = Vec::new();
     for n in names {
