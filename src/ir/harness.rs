@@ -104,7 +104,7 @@ pub fn left_out(program: &Program, roles: &Roles, names: &[String]) -> Option<(u
         return None;
     }
     let n = candidates(program, roles).len();
-    (n > MAX_AUTO_ENTRIES).then_some((n - MAX_AUTO_ENTRIES, n))
+    (n > MAX_AUTO_ENTRIES).then(|| (n - MAX_AUTO_ENTRIES, n))
 }
 
 /// The entry functions of library mode: the functions named in `names` (`--entry`, in
