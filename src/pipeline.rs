@@ -689,6 +689,52 @@ fn branch_outcome<'p, B: Backend<'p>>(
 }
 
 /// Constructs of the reachable program the analysis does not model fully.
+/// The lock paths ([`crate::lockset::paths`]) whose cells a write may change while other
+/// threads run: their identity is an assumption, which blocks `no-race`. A write is harmless
+/// when it goes to an object not published yet, or is made by `main` while no other thread
+/// may be active.
+fn lock_path_assumptions(
+    program: &Program,
+    locksets: &LocksetResult,
+    accesses: &[races::Access<'_>],
+) -> Vec<Imprecision> {
+    use crate::backend::{AccessKind, AccessSite};
+    use crate::lockset::paths;
+    let lock_paths = locksets.table.paths();
+    if lock_paths.is_empty() {
+        return Vec::new();
+    }
+    let taken = paths::address_taken_globals(program);
+    let writes = accesses
+        .iter()
+        .filter(|a| a.mem.kind == AccessKind::Write)
+        .filter_map(|a| match a.mem.site {
+            AccessSite::Lval(lv) => Some((
+                lv,
+                a.loc,
+                a.mem.unpublished
+                    || (a.thread == crate::context::ThreadId::MAIN
+                        && a.active.may_active.is_empty()),
+            )),
+            _ => None,
+        });
+    paths::unstable_cells(program, lock_paths, &taken, writes)
+        .into_iter()
+        .map(|u| Imprecision {
+            reason: format!(
+                "lock '{}' is named by its access path and assumed to stay one lock while \
+                 threads hold it, but a pointer on the path is written while other threads \
+                 may run",
+                u.lock
+            ),
+            loc: Some(u.loc),
+            blocks_race: false,
+            blocks_no_race: true,
+            wait: None,
+        })
+        .collect()
+}
+
 fn features<'p, B: Backend<'p>>(
     program: &Program,
     roles: &Roles,
@@ -697,7 +743,7 @@ fn features<'p, B: Backend<'p>>(
     locksets: &LocksetResult,
     accesses: &[races::Access<'p>],
 ) -> Vec<Imprecision> {
-    let mut out = Vec::new();
+    let mut out = lock_path_assumptions(program, locksets, accesses);
     for u in &program.unsupported {
         out.push(Imprecision {
             reason: format!("{} is not modelled", u.what),

@@ -98,7 +98,7 @@ pub fn classify(
                 || a.locks
                     .must
                     .iter()
-                    .any(|h| matches!(table.key(h.lock), LockKey::Addr(..) | LockKey::Atomic))
+                    .any(|h| matches!(table.key(h.lock), LockKey::Addr(..) | LockKey::Path(_) | LockKey::Atomic))
         });
     let parallel_writers = pair.iter().all(|a| {
         a.mem.kind == AccessKind::Write

@@ -842,6 +842,13 @@ fn lock_size(a: &Analysis<'_>, c: &crate::deadlocks::CallAt) -> Option<u64> {
     p.types.size_of(ty)
 }
 
+/// A lock named by its path ([`crate::lockset::paths`]) as C text (`compress_have->mutex`).
+fn path_lock_name(table: &LockTable, i: u32) -> String {
+    table
+        .path(i)
+        .map_or_else(|| "<unknown lock>".to_string(), |p| p.text.clone())
+}
+
 /// A lock as C text: its object with the fields and elements down to the lock (`A.mutex`,
 /// `locks[1]`), stopping at a union or at an object of the lock's `size`.
 pub fn lock_name(
@@ -858,6 +865,7 @@ pub fn lock_name(
         LockKey::Barrier(b, off) => return format!("<passed {}>", base_name(p, &b, off)),
         LockKey::FlagSet(g) => return format!("<set {}>", p.global(g).name),
         LockKey::FlagSeen(g) => return format!("<seen {}>", p.global(g).name),
+        LockKey::Path(i) => return path_lock_name(table, i),
         _ => return "<counter>".to_string(),
     };
     let (mut name, ty) = match b {
@@ -952,6 +960,7 @@ pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<S
                 LockKey::Barrier(b, off) => format!("<passed {}>", base_name(p, &b, off)),
                 LockKey::FlagSet(g) => format!("<set {}>", p.global(g).name),
                 LockKey::FlagSeen(g) => format!("<seen {}>", p.global(g).name),
+                LockKey::Path(i) => path_lock_name(table, i),
                 _ => "<counter>".to_string(),
             };
             match h.mode {

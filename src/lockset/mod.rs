@@ -37,6 +37,8 @@
 //!   second condition is checked on the locksets computed under the assumption, and the
 //!   analysis is repeated without the semaphores that fail it.
 
+pub mod paths;
+
 use crate::backend::{Address, Backend, Base, PointsTo};
 use crate::context::{CallKind, CallTarget, FnCtxId, ThreadContexts, ThreadId};
 use crate::dataflow::{self, At, Callees, FactAnalysis, Solution};
@@ -77,6 +79,9 @@ pub enum LockKey {
     Atomic,
     /// A lock object (base, byte offset).
     Addr(Base, u64),
+    /// A lock named by its access path from a global ([`paths::LockPath`], an index into
+    /// [`LockTable::paths`]), when its address names no single object.
+    Path(u32),
     /// The once-lock of a once-control object.
     Once(Base, u64),
     /// "Has passed the barrier" (held in read mode after `pthread_barrier_wait`, so it never
@@ -379,6 +384,14 @@ pub struct LockTable {
     /// Per lock, how the source names it: the argument of the first lock call (in source
     /// order) that takes it, without its `&` (`pool->lock` for `pthread_mutex_lock(&pool->lock)`).
     names: FxHashMap<LockId, (crate::ir::Loc, String)>,
+    /// Lock paths ([`LockKey::Path`]) and their index by identity.
+    paths: Vec<paths::LockPath>,
+    path_index: FxHashMap<(GlobalId, SmallVec<[u64; 3]>), u32>,
+    /// Parameters that keep their argument's value ([`paths::lock_path`]).
+    stable_params: paths::StableParams,
+    /// The lock path of each lock call argument already asked for, by thread, context, edge
+    /// and argument position.
+    path_memo: FxHashMap<(ThreadId, FnCtxId, EdgeId, usize), Option<LockId>>,
 }
 
 impl Default for LockTable {
@@ -389,6 +402,10 @@ impl Default for LockTable {
             syms: Vec::new(),
             sym_index: FxHashMap::default(),
             names: FxHashMap::default(),
+            paths: Vec::new(),
+            path_index: FxHashMap::default(),
+            stable_params: paths::StableParams::default(),
+            path_memo: FxHashMap::default(),
         };
         t.intern(LockKey::Unknown);
         t.intern(LockKey::Atomic);
@@ -425,6 +442,47 @@ impl LockTable {
         self.syms.push(s.clone());
         self.sym_index.insert(s, id);
         id
+    }
+
+    /// The lock paths named so far ([`LockKey::Path`] indexes them).
+    pub fn paths(&self) -> &[paths::LockPath] {
+        &self.paths
+    }
+
+    /// The lock path behind a [`LockKey::Path`] index.
+    pub fn path(&self, i: u32) -> Option<&paths::LockPath> {
+        self.paths.get(i as usize)
+    }
+
+    /// The lock the lock or unlock call at edge `eid` of context `ctx` names by its argument
+    /// `arg` (argument position `pos`) as a lock path ([`paths::lock_path`]), interned.
+    fn path_lock(
+        &mut self,
+        program: &Program,
+        callers: &paths::Callers<'_>,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        pos: usize,
+        arg: &Expr,
+    ) -> Option<LockId> {
+        let key = (callers.thread(), ctx, eid, pos);
+        if let Some(r) = self.path_memo.get(&key) {
+            return *r;
+        }
+        let r = paths::lock_path(program, callers, &mut self.stable_params, ctx, arg).map(|p| {
+            let i = match self.path_index.get(&p.key()) {
+                Some(&i) => i,
+                None => {
+                    let i = self.paths.len() as u32;
+                    self.path_index.insert(p.key(), i);
+                    self.paths.push(p);
+                    i
+                }
+            };
+            self.intern(LockKey::Path(i))
+        });
+        self.path_memo.insert(key, r);
+        r
     }
 
     /// The symbolic lock behind an id.
@@ -492,6 +550,8 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     table: &'a mut LockTable,
     /// Whether the program may make a mutex recursive: an unlock then may leave it held.
     recursive: bool,
+    /// The thread's reverse call graph, for lock paths ([`paths`]).
+    callers: paths::Callers<'a>,
     /// Semaphores treated as mutexes (binary semaphores, see the module docs).
     binary: &'a FxHashSet<LockId>,
     /// Flag candidates: initial and set value ([`flag_candidates`]).
@@ -1195,6 +1255,48 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         }
     }
 
+    /// The locks a lock or unlock call's argument `arg` (position `pos`) names: the objects
+    /// its address may be ([`lock_targets`]), else its lock path ([`paths`]).
+    fn lock_or_path(
+        &mut self,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        pos: usize,
+        arg: &Expr,
+    ) -> Option<SmallVec<[LockId; 2]>> {
+        lock_targets(
+            self.program,
+            self.backend,
+            self.graph,
+            self.tc,
+            ctx,
+            eid,
+            arg,
+            self.table,
+            false,
+        )
+        .or_else(|| {
+            self.table
+                .path_lock(self.program, &self.callers, ctx, eid, pos, arg)
+                .map(|l| SmallVec::from_slice(&[l]))
+        })
+    }
+
+    /// After an unlock of `lock`, the locks it may also be leave the must-lockset: a lock
+    /// named by a path may be any heap lock or another path's lock, and a heap lock may be
+    /// any path's lock (the same mutex named differently in different contexts).
+    fn forget_aliases(&self, f: &mut LockFact, lock: LockId) {
+        let table = &*self.table;
+        let is_path = |l: LockId| matches!(table.key(l), LockKey::Path(_));
+        let is_heap = |l: LockId| matches!(table.key(l), LockKey::Addr(Base::Heap { .. }, _));
+        if is_path(lock) {
+            f.must
+                .retain(|h| h.lock == lock || !(is_path(h.lock) || is_heap(h.lock)));
+        } else if is_heap(lock) {
+            f.must.retain(|h| !is_path(h.lock));
+        }
+    }
+
     /// An unlock of `lock`: a possibly recursive mutex may stay held (locked more often than
     /// unlocked), so then it leaves only the must-lockset.
     fn unlock(&self, fact: &LockFact, lock: LockId) -> LockFact {
@@ -1491,17 +1593,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                             out.push(fact.clone());
                             return;
                         };
-                        match lock_targets(
-                            self.program,
-                            self.backend,
-                            self.graph,
-                            self.tc,
-                            ctx,
-                            eid,
-                            arg,
-                            self.table,
-                            false,
-                        ) {
+                        match self.lock_or_path(ctx, eid, lock, arg) {
                             Some(locks) => {
                                 for l in locks {
                                     let h = Held { lock: l, mode };
@@ -1532,19 +1624,9 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         }
                     }
                     Some(Role::Unlock { lock }) => {
-                        let target = args.get(lock).and_then(|a| {
-                            lock_targets(
-                                self.program,
-                                self.backend,
-                                self.graph,
-                                self.tc,
-                                ctx,
-                                eid,
-                                a,
-                                self.table,
-                                false,
-                            )
-                        });
+                        let target = args
+                            .get(lock)
+                            .and_then(|a| self.lock_or_path(ctx, eid, lock, a));
                         match target {
                             Some(locks) => {
                                 let known = self.unlocks.entry((ctx, eid)).or_default();
@@ -1554,7 +1636,9 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                                     }
                                 }
                                 for l in locks {
-                                    out.push(self.unlock(fact, l));
+                                    let mut f = self.unlock(fact, l);
+                                    self.forget_aliases(&mut f, l);
+                                    out.push(f);
                                 }
                             }
                             None => {
@@ -2077,6 +2161,7 @@ impl LocksetResult {
                 tc,
                 table: &mut *table,
                 recursive,
+                callers: paths::Callers::new(tc),
                 binary,
                 flags,
                 counters,
