@@ -163,13 +163,15 @@ struct CheckArgs {
     /// into certain ones).
     #[arg(long)]
     no_concrete: bool,
-    /// Which races and deadlocks make the exit code 1.
-    #[arg(long, value_enum, default_value_t = FailOn::Likely)]
-    fail_on: FailOn,
+    /// Which races and deadlocks make the exit code 1 [default: likely; with --diff-base: may,
+    /// every new race].
+    #[arg(long, value_enum)]
+    fail_on: Option<FailOn>,
     /// The weakest evidence tier the text report prints (the others are counted in its
-    /// summary; JSON and SARIF always hold every race).
-    #[arg(long, value_enum, default_value_t = ShowArg::Likely, value_name = "TIER")]
-    show: ShowArg,
+    /// summary; JSON and SARIF always hold every race) [default: likely; with --diff-base:
+    /// possible, every new race].
+    #[arg(long, value_enum, value_name = "TIER")]
+    show: Option<ShowArg>,
     /// Accesses the text report lists per race besides the racing pair (JSON keeps all).
     #[arg(long, default_value_t = 4, value_name = "N")]
     max_notes: usize,
@@ -671,13 +673,18 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let race_counts = |r: &report::RaceReport| match args.fail_on {
+    let fail_on = args.fail_on.unwrap_or(if args.diff_base.is_some() {
+        FailOn::May
+    } else {
+        FailOn::Likely
+    });
+    let race_counts = |r: &report::RaceReport| match fail_on {
         FailOn::Must => r.confidence == "must",
         FailOn::Likely => report::tier(r.evidence) <= Evidence::Likely,
         FailOn::May => true,
     };
     // Deadlocks have no likely tier: only must-deadlocks are more than possible.
-    let deadlock_counts = |confidence: &str| match args.fail_on {
+    let deadlock_counts = |confidence: &str| match fail_on {
         FailOn::Must | FailOn::Likely => confidence == "must",
         FailOn::May => true,
     };
@@ -918,7 +925,15 @@ fn program_names(p: &frontend::LoadedProgram) -> Vec<String> {
 /// The text report's options from the command line.
 fn text_options(args: &CheckArgs) -> text::TextOptions {
     text::TextOptions {
-        show: args.show.tier(),
+        // A differential run shows every new race: there are few, and each is news.
+        show: args
+            .show
+            .unwrap_or(if args.diff_base.is_some() {
+                ShowArg::Possible
+            } else {
+                ShowArg::Likely
+            })
+            .tier(),
         max_notes: args.max_notes,
     }
 }

@@ -386,7 +386,10 @@ pub struct LockTable {
     names: FxHashMap<LockId, (crate::ir::Loc, String)>,
     /// Lock paths ([`LockKey::Path`]) and their index by identity.
     paths: Vec<paths::LockPath>,
-    path_index: FxHashMap<(GlobalId, SmallVec<[u64; 3]>), u32>,
+    path_index: FxHashMap<(paths::Root, SmallVec<[u64; 3]>), u32>,
+    /// The renaming of each relative path into the caller of a call edge, by thread, context,
+    /// edge and path.
+    rebase_memo: FxHashMap<(ThreadId, FnCtxId, EdgeId, u32), Option<LockId>>,
     /// Parameters that keep their argument's value ([`paths::lock_path`]).
     stable_params: paths::StableParams,
     /// The lock path of each lock call argument already asked for, by thread, context, edge
@@ -404,6 +407,7 @@ impl Default for LockTable {
             names: FxHashMap::default(),
             paths: Vec::new(),
             path_index: FxHashMap::default(),
+            rebase_memo: FxHashMap::default(),
             stable_params: paths::StableParams::default(),
             path_memo: FxHashMap::default(),
         };
@@ -469,19 +473,77 @@ impl LockTable {
         if let Some(r) = self.path_memo.get(&key) {
             return *r;
         }
-        let r = paths::lock_path(program, callers, &mut self.stable_params, ctx, arg).map(|p| {
-            let i = match self.path_index.get(&p.key()) {
-                Some(&i) => i,
-                None => {
-                    let i = self.paths.len() as u32;
-                    self.path_index.insert(p.key(), i);
-                    self.paths.push(p);
-                    i
-                }
-            };
-            self.intern(LockKey::Path(i))
-        });
+        let r = paths::lock_path(program, callers, &mut self.stable_params, ctx, arg)
+            .map(|p| self.intern_path(p));
         self.path_memo.insert(key, r);
+        r
+    }
+
+    /// The lock a path names: a lock at a constant offset of a global is that address.
+    fn intern_path(&mut self, p: paths::LockPath) -> LockId {
+        if let Some((g, off)) = p.global_address() {
+            return self.intern(LockKey::Addr(Base::Global(g), off));
+        }
+        let i = match self.path_index.get(&p.key()) {
+            Some(&i) => i,
+            None => {
+                let i = self.paths.len() as u32;
+                self.path_index.insert(p.key(), i);
+                self.paths.push(p);
+                i
+            }
+        };
+        self.intern(LockKey::Path(i))
+    }
+
+    /// Whether locks `a` and `b` may be one mutex: the same lock, or a lock named by a path
+    /// ([`paths`]) and another path's or a heap lock (the same mutex named differently).
+    pub fn may_alias(&self, a: LockId, b: LockId) -> bool {
+        let named = |l: LockId| match self.key(l) {
+            LockKey::Path(_) => Some(true),
+            LockKey::Addr(Base::Heap { .. }, _) => Some(false),
+            _ => None,
+        };
+        a == b
+            || matches!(
+                (named(a), named(b)),
+                (Some(true), Some(_)) | (Some(_), Some(true))
+            )
+    }
+
+    /// Whether `l` is named by a path relative to a parameter of `func` (any function when
+    /// `None`).
+    fn relative_to(&self, l: LockId, func: Option<FuncId>) -> bool {
+        match self.key(l) {
+            LockKey::Path(i) => self.paths.get(i as usize).is_some_and(|p| match p.root {
+                paths::Root::Param(f, _) => func.is_none_or(|x| x == f),
+                paths::Root::Global(_) => false,
+            }),
+            _ => false,
+        }
+    }
+
+    /// The lock the relative lock `l` names in the caller at call edge `eid` of context `ctx`
+    /// ([`paths::rebase`]); `None` when the argument has no path.
+    fn rebase_lock(
+        &mut self,
+        program: &Program,
+        callers: &paths::Callers<'_>,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        l: LockId,
+    ) -> Option<LockId> {
+        let LockKey::Path(i) = self.key(l) else {
+            return Some(l);
+        };
+        let key = (callers.thread(), ctx, eid, i);
+        if let Some(r) = self.rebase_memo.get(&key) {
+            return *r;
+        }
+        let path = self.paths.get(i as usize)?.clone();
+        let r = paths::rebase(program, callers, &mut self.stable_params, ctx, eid, &path)
+            .map(|p| self.intern_path(p));
+        self.rebase_memo.insert(key, r);
         r
     }
 
@@ -1282,19 +1344,88 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         })
     }
 
+    /// Forgets the locks relative to the parameters of `func`: out of `must`, the unknown
+    /// lock in `may`.
+    fn forget_relative(&self, f: &mut LockFact, func: FuncId) {
+        let table = &*self.table;
+        let rel = |h: &Held| table.relative_to(h.lock, Some(func));
+        if !f.may.iter().any(rel) {
+            return;
+        }
+        f.must.retain(|h| !rel(h));
+        let modes: SmallVec<[LockMode; 2]> =
+            f.may.iter().filter(|h| rel(h)).map(|h| h.mode).collect();
+        f.may.retain(|h| !rel(h));
+        for mode in modes {
+            f.may.insert(Held {
+                lock: LockId::UNKNOWN,
+                mode,
+            });
+        }
+        f.pending.retain(|p| !rel(&p.held));
+    }
+
+    /// Renames the locks of `f` (the callee's exit fact of call edge `eid` in context `ctx`)
+    /// relative to the callee's parameters into the caller's terms; those without a path in
+    /// the caller are forgotten ([`Self::forget_relative`]).
+    fn rebase_relative(
+        &mut self,
+        f: &mut LockFact,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        target: &CallTarget,
+    ) {
+        let func = target.func;
+        let rel: SmallVec<[LockId; 2]> = f
+            .may
+            .iter()
+            .map(|h| h.lock)
+            .filter(|l| self.table.relative_to(*l, Some(func)))
+            .collect();
+        if rel.is_empty() {
+            return;
+        }
+        if !matches!(target.kind, CallKind::Plain | CallKind::Atomic) {
+            self.forget_relative(f, func);
+            return;
+        }
+        for l in rel {
+            let Some(to) = self
+                .table
+                .rebase_lock(self.program, &self.callers, ctx, eid, l)
+            else {
+                continue;
+            };
+            let rename = |set: &mut SmallSet<Held>| {
+                let modes: SmallVec<[LockMode; 2]> =
+                    set.iter().filter(|h| h.lock == l).map(|h| h.mode).collect();
+                if modes.is_empty() {
+                    return;
+                }
+                set.retain(|h| h.lock != l);
+                for mode in modes {
+                    set.insert(Held { lock: to, mode });
+                }
+            };
+            rename(&mut f.must);
+            rename(&mut f.may);
+            for p in f.pending.iter_mut() {
+                if p.held.lock == l {
+                    p.held.lock = to;
+                }
+            }
+        }
+        // Those left had no path in the caller.
+        self.forget_relative(f, func);
+    }
+
     /// After an unlock of `lock`, the locks it may also be leave the must-lockset: a lock
     /// named by a path may be any heap lock or another path's lock, and a heap lock may be
     /// any path's lock (the same mutex named differently in different contexts).
     fn forget_aliases(&self, f: &mut LockFact, lock: LockId) {
         let table = &*self.table;
-        let is_path = |l: LockId| matches!(table.key(l), LockKey::Path(_));
-        let is_heap = |l: LockId| matches!(table.key(l), LockKey::Addr(Base::Heap { .. }, _));
-        if is_path(lock) {
-            f.must
-                .retain(|h| h.lock == lock || !(is_path(h.lock) || is_heap(h.lock)));
-        } else if is_heap(lock) {
-            f.must.retain(|h| !is_path(h.lock));
-        }
+        f.must
+            .retain(|h| h.lock == lock || !table.may_alias(lock, h.lock));
     }
 
     /// An unlock of `lock`: a possibly recursive mutex may stay held (locked more often than
@@ -1430,6 +1561,9 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
         let (ctx, eid) = (at.ctx, at.edge);
         let mut fact = fact.clone();
         self.forget_frame_syms(&mut fact, target.func);
+        // A recursive call: the outer call's locks relative to the callee's parameters name
+        // other objects in the inner one.
+        self.forget_relative(&mut fact, target.func);
         guards::forget_frame(&mut fact.guards, target.func);
         let fact = &fact;
         match target.kind {
@@ -1489,6 +1623,8 @@ impl<'p, B: Backend<'p>> FactAnalysis for Locksets<'_, 'p, B> {
                 f
             }
         };
+        // The callee's locks relative to its parameters are renamed into the caller's terms.
+        self.rebase_relative(&mut f, ctx, eid, target);
         // The call's result overwrites a pending trylock key.
         if let Op::Call { dest, .. } = &edge.op {
             f = self.clear_key(&f, self.tc.ctx(ctx).func, dest.as_ref());
@@ -2676,9 +2812,10 @@ impl LocksetResult {
                     && src(*c, *e)
                         .and_then(|n| self.at(thread, *c, n))
                         .is_some_and(|l| {
-                            !l.may
-                                .iter()
-                                .any(|h| h.lock == LockId::UNKNOWN || ids.contains(&h.lock))
+                            !l.may.iter().any(|h| {
+                                h.lock == LockId::UNKNOWN
+                                    || ids.iter().any(|u| self.table.may_alias(*u, h.lock))
+                            })
                         })
             })
             .map(|(k, _)| *k)
@@ -2713,7 +2850,17 @@ impl LocksetResult {
             }
         }
         // Children with nothing held since are left out: `since()` answers empty for them.
-        let since = acc.since;
+        let mut since = acc.since;
+        // Locks relative to a parameter name a different lock per call: they exclude and
+        // order nothing.
+        let table = &self.table;
+        if !table.paths.is_empty() {
+            must.retain(|h| !table.relative_to(h.lock, None));
+            hist.retain(|l| !table.relative_to(*l, None));
+            for (_, s) in since.iter_mut() {
+                s.retain(|l| !table.relative_to(*l, None));
+            }
+        }
         Some(LocksAt {
             must,
             may,

@@ -18,7 +18,9 @@
 
 use crate::context::{CallKind, FnCtxId, ThreadContexts, ThreadId};
 use crate::ir::types::CompId;
-use crate::ir::{EdgeId, Expr, ExprKind, FuncId, GlobalId, Host, LocalId, Lval, Op, Program, Proj, Var};
+use crate::ir::{
+    EdgeId, Expr, ExprKind, FuncId, GlobalId, Host, LocalId, Lval, Op, Program, Proj, Var,
+};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -36,33 +38,125 @@ pub enum Cell {
     Field(CompId, u32),
 }
 
-/// A lock named by its access path: start at global `root`, for each offset but the last add
-/// it and load the pointer stored there, then add the last offset (all in bytes). At least
-/// one pointer is loaded (a lock at a constant offset of a global has an address).
+/// Where a path starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Root {
+    /// At the address of a global.
+    Global(GlobalId),
+    /// At the address parameter `index` of a function holds (a *relative* path: it names a
+    /// lock only for one call, see [`LockPath::relative`]).
+    Param(FuncId, u32),
+}
+
+/// A lock named by its access path: start at `root`, for each offset but the last add it and
+/// load the pointer stored there, then add the last offset (all in bytes). A path from a
+/// global loads at least one pointer (a lock at a constant offset of a global has an
+/// address).
+///
+/// A path from a parameter names the lock of one call: a lock wrapper called with different
+/// arguments takes a different lock each time, so such a lock excludes nothing by itself; the
+/// lockset analysis renames it into the caller's terms when the call returns (the argument's
+/// own path) and forgets it when that fails.
 #[derive(Clone, Debug)]
 pub struct LockPath {
-    /// The global the path starts from.
-    pub root: GlobalId,
+    /// Where the path starts.
+    pub root: Root,
     /// Byte offsets (see the type's docs); at least two.
     pub offs: SmallVec<[u64; 3]>,
     /// The pointer cells loaded along the path, one per offset but the last.
     pub cells: SmallVec<[Cell; 2]>,
-    /// The lock as C text (`compress_have->mutex`).
-    pub text: String,
+    /// The lock as C text (`compress_have->mutex`; for a relative path, with a mark after
+    /// the parameter: see [`LockPath::display`]).
+    text: String,
 }
 
 impl LockPath {
     /// The identity of the lock: the root and the offsets.
-    pub fn key(&self) -> (GlobalId, SmallVec<[u64; 3]>) {
+    pub fn key(&self) -> (Root, SmallVec<[u64; 3]>) {
         (self.root, self.offs.clone())
     }
+
+    /// The lock as C text (`compress_have->mutex`, `pool->have->mutex`).
+    pub fn display(&self) -> String {
+        self.text.replace(ROOT_MARK, "")
+    }
+
+    /// Whether the path starts at a parameter (it names a lock only within one call).
+    pub fn relative(&self) -> bool {
+        matches!(self.root, Root::Param(..))
+    }
+
+    /// The path of the lock this relative path names in a caller whose argument for the
+    /// parameter has path `arg` (`None` when the path is not relative to that function, or
+    /// when the result is a lock at a constant offset of a global, which has an address:
+    /// see [`LockPath::global_address`]).
+    fn rebased(&self, arg: &Sym) -> LockPath {
+        // The argument's address: `arg.offs` loads, then `arg.off`; the path adds its first
+        // offset to that and goes on.
+        let mut offs = arg.offs.clone();
+        let mut cells = arg.cells.clone();
+        let first = self.offs.first().copied().unwrap_or(0);
+        offs.push(arg.off.saturating_add(first));
+        offs.extend(self.offs.iter().skip(1).copied());
+        cells.extend(self.cells.iter().copied());
+        // The text: the argument's object, then the path's members and loads past its root.
+        let text = match self.text.split_once(ROOT_MARK) {
+            Some((_, rest)) => rebase_text(&arg.text, rest),
+            None => self.text.clone(),
+        };
+        LockPath {
+            root: arg.root,
+            offs,
+            cells,
+            text,
+        }
+    }
+
+    /// For a path from a global that loads no pointer: the global and the lock's byte offset.
+    pub fn global_address(&self) -> Option<(GlobalId, u64)> {
+        match (self.root, self.cells.is_empty(), self.offs.as_slice()) {
+            (Root::Global(g), true, [off]) => Some((g, *off)),
+            _ => None,
+        }
+    }
+}
+
+/// Separates a relative path's parameter from the rest of its text in [`Sym::text`] while
+/// the text is built (never shown: [`lock_path`] renders it away).
+const ROOT_MARK: char = '\u{1}';
+
+/// `object` (a C lvalue) followed by `rest`, the members (`.f`, `->f`) of a text built from a
+/// parameter's pointee.
+fn rebase_text(object: &str, rest: &str) -> String {
+    let mut out = object.to_string();
+    let mut rest = rest;
+    // The first member applies to the object itself.
+    if let Some(r) = rest.strip_prefix("->") {
+        rest = r;
+        out = match out.strip_prefix('*') {
+            Some(inner) => format!("{inner}->{}", take_member(&mut rest)),
+            None => format!("{out}.{}", take_member(&mut rest)),
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The leading member name of `rest`, which it drops.
+fn take_member<'a>(rest: &mut &'a str) -> &'a str {
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let (name, tail) = rest.split_at(end);
+    *rest = tail;
+    name
 }
 
 /// A pointer value as a path: it designates the object described by `text`, at byte `off`
 /// past the object reached by loading the pointers at `offs` from `root`.
 #[derive(Clone, Debug)]
-struct Sym {
-    root: GlobalId,
+pub struct Sym {
+    root: Root,
     offs: SmallVec<[u64; 3]>,
     cells: SmallVec<[Cell; 2]>,
     off: u64,
@@ -167,7 +261,7 @@ pub fn lock_path(
     arg: &Expr,
 ) -> Option<LockPath> {
     let s = eval_ptr(program, callers, params, ctx, arg, 0)?;
-    if s.cells.is_empty() {
+    if matches!(s.root, Root::Global(_)) && s.cells.is_empty() {
         return None;
     }
     let mut offs = s.offs;
@@ -178,6 +272,28 @@ pub fn lock_path(
         cells: s.cells,
         text: s.text,
     })
+}
+
+/// The path of the lock relative path `path` (of the callee of call edge `eid` in context
+/// `ctx`) names in the caller: the callee's parameter replaced by the call's argument.
+/// `None` when the argument has no path.
+pub fn rebase(
+    program: &Program,
+    callers: &Callers<'_>,
+    params: &mut StableParams,
+    ctx: FnCtxId,
+    eid: EdgeId,
+    path: &LockPath,
+) -> Option<LockPath> {
+    let Root::Param(_, index) = path.root else {
+        return Some(path.clone());
+    };
+    let func = callers.tc.ctx(ctx).func;
+    let Op::Call { args, .. } = &program.function(func).body.as_ref()?.edge(eid).op else {
+        return None;
+    };
+    let arg = eval_ptr(program, callers, params, ctx, args.get(index as usize)?, 0)?;
+    Some(path.rebased(&arg))
 }
 
 /// The path of the object pointer `e` designates.
@@ -196,7 +312,23 @@ fn eval_ptr(
         ExprKind::Load(lv) => {
             if let (Host::Var(Var::Local(l)), true) = (&lv.host, lv.proj.is_empty()) {
                 if params.get(program, func).contains(l) {
-                    return bound_param(program, callers, params, ctx, *l, depth);
+                    return bound_param(program, callers, params, ctx, *l, depth).or_else(|| {
+                        // Bound to different paths: relative to the parameter, in the lock
+                        // call's own function only.
+                        let f = program.function(func);
+                        let index = f.params.iter().position(|p| p == l)?;
+                        (depth == 0).then(|| Sym {
+                            root: Root::Param(func, index as u32),
+                            offs: SmallVec::new(),
+                            cells: SmallVec::new(),
+                            off: 0,
+                            field: None,
+                            text: format!(
+                                "*{}{ROOT_MARK}",
+                                f.locals.get(l.0 as usize).map_or("?", |x| x.name.as_str())
+                            ),
+                        })
+                    });
                 }
                 // `p = &O.f` defined once: the path of `&O.f`.
                 let alias = super::local_alias(program, func, e)?;
@@ -226,7 +358,7 @@ fn eval_lval(
                 return None;
             }
             Sym {
-                root: *g,
+                root: Root::Global(*g),
                 offs: SmallVec::new(),
                 cells: SmallVec::new(),
                 off: 0,
@@ -263,11 +395,11 @@ fn eval_lval(
 
 /// The path of the pointer stored in the object `s` designates.
 fn load(mut s: Sym) -> Option<Sym> {
-    let cell = match s.field {
-        Some((comp, index)) => Cell::Field(comp, index),
-        None if s.cells.is_empty() => Cell::Global(s.root, s.off),
+    let cell = match (s.field, s.root) {
+        (Some((comp, index)), _) => Cell::Field(comp, index),
+        (None, Root::Global(g)) if s.cells.is_empty() => Cell::Global(g, s.off),
         // A pointer loaded from a heap object at no member: nothing to check its writes by.
-        None => return None,
+        (None, _) => return None,
     };
     s.cells.push(cell);
     s.offs.push(s.off);
@@ -347,11 +479,9 @@ pub fn writes_cell(program: &Program, lv: &Lval, cell: Cell) -> bool {
             at <= off && off < at.saturating_add(size.max(1))
         }
         Cell::Field(comp, index) => {
-            if lv
-                .proj
-                .iter()
-                .any(|p| matches!(p, Proj::Field { comp: c, index: i } if *c == comp && *i == index))
-            {
+            if lv.proj.iter().any(
+                |p| matches!(p, Proj::Field { comp: c, index: i } if *c == comp && *i == index),
+            ) {
                 return true;
             }
             // A copy of a whole instance.
@@ -372,13 +502,15 @@ pub fn unstable_cells<'l>(
     writes: impl Iterator<Item = (&'l Lval, crate::ir::Loc, bool)>,
 ) -> Vec<UnstableCell> {
     let mut out = Vec::new();
-    for p in paths {
+    // Relative paths exclude nothing; their renamings into callers are paths of their own.
+    let paths: Vec<&LockPath> = paths.iter().filter(|p| !p.relative()).collect();
+    for p in &paths {
         for c in &p.cells {
             if let Cell::Global(g, _) = c
                 && taken.contains(g)
             {
                 out.push(UnstableCell {
-                    lock: p.text.clone(),
+                    lock: p.display(),
                     loc: program.global(*g).loc,
                 });
             }
@@ -388,10 +520,10 @@ pub fn unstable_cells<'l>(
         if harmless {
             continue;
         }
-        for p in paths {
+        for p in &paths {
             if p.cells.iter().any(|c| writes_cell(program, lv, *c)) {
                 out.push(UnstableCell {
-                    lock: p.text.clone(),
+                    lock: p.display(),
                     loc,
                 });
             }
@@ -430,4 +562,34 @@ pub fn address_taken_globals(program: &Program) -> FxHashSet<GlobalId> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rebased_text_applies_the_first_member_to_the_argument_object() {
+        // `possess(compress_have)`: the argument designates `*compress_have`.
+        assert_eq!(
+            rebase_text("*compress_have", "->mutex"),
+            "compress_have->mutex"
+        );
+        // `possess(p->have)` with `p = &in_pool`: the argument designates `*in_pool.have`.
+        assert_eq!(
+            rebase_text("*in_pool.have", "->mutex"),
+            "in_pool.have->mutex"
+        );
+        // `take(&in_pool)` for a path `p->have->m`: the argument designates `in_pool`.
+        assert_eq!(rebase_text("in_pool", "->have->m"), "in_pool.have->m");
+        // A lock at the parameter's pointee itself.
+        assert_eq!(rebase_text("*g_lock_ptr", ""), "*g_lock_ptr");
+    }
+
+    #[test]
+    fn member_names_end_at_the_next_operator() {
+        let mut rest = "have->m";
+        assert_eq!(take_member(&mut rest), "have");
+        assert_eq!(rest, "->m");
+    }
 }

@@ -95,10 +95,12 @@ pub fn classify(
         .any(|a| {
             !a.inst_locks.is_empty()
                 || !a.locks.sym.is_empty()
-                || a.locks
-                    .must
-                    .iter()
-                    .any(|h| matches!(table.key(h.lock), LockKey::Addr(..) | LockKey::Path(_) | LockKey::Atomic))
+                || a.locks.must.iter().any(|h| {
+                    matches!(
+                        table.key(h.lock),
+                        LockKey::Addr(..) | LockKey::Path(_) | LockKey::Atomic
+                    )
+                })
         });
     let parallel_writers = pair.iter().all(|a| {
         a.mem.kind == AccessKind::Write

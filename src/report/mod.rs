@@ -846,7 +846,7 @@ fn lock_size(a: &Analysis<'_>, c: &crate::deadlocks::CallAt) -> Option<u64> {
 fn path_lock_name(table: &LockTable, i: u32) -> String {
     table
         .path(i)
-        .map_or_else(|| "<unknown lock>".to_string(), |p| p.text.clone())
+        .map_or_else(|| "<unknown lock>".to_string(), |p| p.display())
 }
 
 /// A lock as C text: its object with the fields and elements down to the lock (`A.mutex`,
