@@ -117,6 +117,13 @@ pub struct ThreadContexts {
 /// the same bound to the contexts it discovers.
 pub const MAX_CONTEXTS: usize = 200_000;
 
+/// A call through a function pointer that may designate more functions than this enters
+/// them without a call string: an unresolved pointer (the syntactic backend's every
+/// address-taken function of a compatible type) would otherwise give each of its targets one
+/// context per such call site, which tells little apart and multiplies contexts (a library
+/// dispatching through tables of function pointers reached 8,000 contexts per thread).
+pub const FANOUT_CONTEXTS: usize = 4;
+
 impl ThreadContexts {
     /// Enumerates the function contexts reachable from `entry` with call strings of length
     /// `depth`. `resolve(fctx, expr, deep)` gives the functions a function-pointer expression
@@ -156,6 +163,7 @@ impl ThreadContexts {
                 };
                 let edge = EdgeId(ei as u32);
                 let mut targets: SmallVec<[(FuncId, CallKind, bool); 1]> = SmallVec::new();
+                let mut fanout = false;
                 match callee {
                     Callee::Direct(f) => match roles.get(*f) {
                         Some(Role::Once { routine, .. }) => {
@@ -188,6 +196,7 @@ impl ThreadContexts {
                     },
                     Callee::Indirect(fp) => {
                         let found = resolve(&fctx, fp, false);
+                        fanout = found.len() > FANOUT_CONTEXTS;
                         targets.extend(found.into_iter().map(|g| {
                             let kind = match roles.get(g) {
                                 Some(Role::AtomicFunction) => CallKind::Atomic,
@@ -210,7 +219,7 @@ impl ThreadContexts {
                     while calls.len() > depth {
                         calls.remove(0);
                     }
-                    if tc.ctxs.len() >= MAX_CONTEXTS {
+                    if tc.ctxs.len() >= MAX_CONTEXTS || fanout {
                         calls.clear();
                     }
                     let callee = FnCtx { func: g, calls };

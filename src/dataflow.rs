@@ -95,6 +95,9 @@ pub struct Callees {
     /// Whether the edge's own transfer also applies (an unresolved part of an indirect call,
     /// or a call without analysed callee).
     pub transfer_too: bool,
+    /// The callee contexts, parallel to `funcs`, when a fixed context graph records them
+    /// (empty: the engine derives them from the call string).
+    pub ctxs: SmallVec<[FnCtxId; 1]>,
 }
 
 /// An analysis the engine can solve.
@@ -447,9 +450,22 @@ impl<A: Analysis> Engine<'_, A> {
         }
     }
 
-    /// The context a call from `c` at `edge` enters for `func`.
-    fn callee_ctx(&mut self, c: FnCtxId, edge: EdgeId, func: FuncId) -> FnCtxId {
+    /// The context a call from `c` at `edge` enters for `func` (`known`: the one a fixed
+    /// context graph records).
+    fn callee_ctx(
+        &mut self,
+        c: FnCtxId,
+        edge: EdgeId,
+        func: FuncId,
+        known: Option<FnCtxId>,
+    ) -> FnCtxId {
         let caller = self.tc.ctx(c).clone();
+        if let Some(id) = known {
+            if func == caller.func || caller.calls.iter().any(|s| s.func == func) {
+                self.recursive.insert(id);
+            }
+            return id;
+        }
         let mut calls: CallString = caller.calls.clone();
         calls.push(CallSite {
             func: caller.func,
@@ -557,11 +573,11 @@ impl<A: Analysis> Engine<'_, A> {
                 let out = self.analysis.transfer(at, edge, d);
                 self.update(c, edge.dst, &out, false);
             }
-            for (g, kind, exact) in callees.funcs {
+            for (k, (g, kind, exact)) in callees.funcs.into_iter().enumerate() {
                 let Some(gcfg) = &program.function(g).body else {
                     continue;
                 };
-                let callee = self.callee_ctx(c, eid, g);
+                let callee = self.callee_ctx(c, eid, g, callees.ctxs.get(k).copied());
                 let target = CallTarget {
                     ctx: callee,
                     func: g,
@@ -855,6 +871,7 @@ pub fn recorded_callees(tc: &ThreadContexts, ctx: FnCtxId, edge: EdgeId) -> Call
     let targets = tc.callees(ctx, edge);
     Callees {
         funcs: targets.iter().map(|t| (t.func, t.kind, t.exact)).collect(),
+        ctxs: targets.iter().map(|t| t.ctx).collect(),
         // A library function may also run its callbacks zero times.
         transfer_too: targets
             .iter()
