@@ -67,7 +67,10 @@ fn calls_through_unresolved_pointers_enter_their_targets_once() {
         c.push_str(&format!("int f_{i}(int x) {{ return x + {i}; }}\n"));
     }
     let names: Vec<String> = (0..n).map(|i| format!("f_{i}")).collect();
-    c.push_str(&format!("int (*tab[])(int) = {{{}}};\nint g;\n", names.join(", ")));
+    c.push_str(&format!(
+        "int (*tab[])(int) = {{{}}};\nint g;\n",
+        names.join(", ")
+    ));
     c.push_str("void *worker(void *a) {\n");
     for j in 0..n {
         c.push_str(&format!("  g += tab[{j}]({j});\n"));

@@ -179,8 +179,11 @@ pub(crate) fn counted_loops(
                     }
                     match callee {
                         Callee::Direct(g) => {
+                            // A function analysed through its body (a role other than
+                            // an atomic section's replaces the body: a forwarding create
+                            // wrapper is a create).
                             let defined = program.function(*g).body.is_some()
-                                && !matches!(roles.get(*g), Some(Role::Assume { .. }));
+                                && matches!(roles.get(*g), None | Some(Role::AtomicFunction));
                             let join = matches!(roles.get(*g), Some(Role::ThreadJoin { .. }));
                             if defined || (join && !allow_joins) {
                                 ok = false;

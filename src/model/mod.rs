@@ -494,11 +494,13 @@ impl Model {
                 roles[i] = Some(Role::Assume { cond });
             }
         }
-        // Defined functions that only forward their parameter to a lock or unlock function
-        // (`int my_lock(pthread_mutex_t *m) { return pthread_mutex_lock(m); }`) take the
-        // callee's role, with the argument mapped to their parameter (wrappers of wrappers
-        // too). Create and join wrappers keep their bodies: each call site gets its own copy
-        // (`crate::ir::specialise`), which names threads by the wrapper's callers.
+        // Defined functions that only forward their parameters to a lock, unlock, create or
+        // join function (`int my_lock(pthread_mutex_t *m) { return pthread_mutex_lock(m); }`)
+        // take the callee's role, with the arguments mapped to their parameters (wrappers of
+        // wrappers too): each call of a forwarding create wrapper is a create statement of
+        // its caller, as if the wrapper were not there. Other create and join wrappers keep
+        // their bodies: each call site gets its own copy (`crate::ir::specialise`), which
+        // names threads by the wrapper's callers.
         for _ in 0..3 {
             let mut changed = false;
             for i in 0..program.functions.len() {
@@ -517,8 +519,8 @@ impl Model {
     }
 }
 
-/// The role of a defined function that only forwards its parameters to one call of a lock or
-/// unlock function and returns: no loop, no branch, no other call,
+/// The role of a defined function that only forwards its parameters to one call of a lock,
+/// unlock, thread create or join function and returns: no loop, no branch, no other call,
 /// assignments only to its own non-parameter locals, and every argument the callee's role
 /// names a parameter loaded whole (casts aside). The role is the callee's with those argument
 /// positions replaced by the parameters' positions.
@@ -570,6 +572,18 @@ fn forwarding_wrapper(program: &Program, roles: &[Option<Role>], func: FuncId) -
                     },
                     Role::Unlock { lock } => Role::Unlock {
                         lock: param(*lock)?,
+                    },
+                    Role::ThreadCreate {
+                        thread_id,
+                        entry,
+                        arg,
+                    } => Role::ThreadCreate {
+                        thread_id: param(*thread_id)?,
+                        entry: param(*entry)?,
+                        arg: param(*arg)?,
+                    },
+                    Role::ThreadJoin { thread_id } => Role::ThreadJoin {
+                        thread_id: param(*thread_id)?,
                     },
                     _ => return None,
                 });
