@@ -5,7 +5,7 @@
 //! - `wrap-lock`: `pthread_mutex_lock`/`unlock` called through small wrapper functions;
 //! - `wrap-create`: `pthread_create` called through a small wrapper function;
 //! - `main-helper`: the body of `main` moved into a helper that a new `main` calls (programs
-//!   whose `main` is declared on one line as `int main(void)`, `int main()` or with
+//!   whose only `main` is declared on one line as `int main(void)`, `int main()` or with
 //!   `argc`/`argv`);
 //! - `thread-helper`: the body of every function defined on one line as `void *f(void *p)` (the
 //!   thread functions) moved into a helper that `f` calls (defined at the end of the file);
@@ -91,14 +91,12 @@ const TRANSFORMS: [&str; 8] = [
     "reorder",
 ];
 
-/// The least agreement each transformation must keep. The target is 0.99 for every
-/// one; `main-helper` (243/246: a create loop outside the thread's entry function no longer
-/// gives per-thread slots) and `thread-helper` (280/283: the per-thread array index is used in
-/// a helper of the thread, not in its entry) are below it, and their floors are the measured
-/// agreement, so that they can only go up. (`wrap-create` measures 280/281 since forwarding
-/// create wrappers are creates and a join loop may call functions whose role replaces their
-/// body; `wrap-lock` 191/191.)
-const FLOORS: [f64; 8] = [0.99, 0.99, 0.99, 0.975, 0.985, 0.99, 0.99, 0.99];
+/// The least agreement each transformation must keep: the target, 0.99, for every
+/// one. Measured: `wrap-create` 280/281, `main-helper` 243/245 (a create loop outside the
+/// thread's entry function no longer gives per-thread slots), `thread-helper` 282/283 (a
+/// per-thread struct whose fields the helper reaches through the entry's local), the others
+/// all.
+const FLOORS: [f64; 8] = [0.99; 8];
 
 /// The identifiers of `src` outside comments, string and character literals, with whether a
 /// member operator (`.`, `->`) precedes them; `f` gives a replacement.
@@ -350,6 +348,16 @@ fn transform(name: &str, src: &str, renames: &BTreeSet<String>) -> Option<Varian
         });
     }
     if name == "main-helper" {
+        // Programs with several `main` lines (one per preprocessor branch) are left out: the
+        // transformation would rename one and define a second `main`.
+        if lines
+            .iter()
+            .filter(|l| l.trim_start().starts_with("int main("))
+            .count()
+            != 1
+        {
+            return None;
+        }
         // The line declaring main, and the arguments the new main passes on.
         let mut out = String::new();
         let mut call = None;

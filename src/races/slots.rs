@@ -198,6 +198,10 @@ pub struct Slots {
     /// Per created thread: its family and its key locals (with their defining statement;
     /// `None` for the parameter).
     instances: FxHashMap<ThreadId, (usize, FxHashMap<LocalId, Option<EdgeId>>)>,
+    /// Per created thread and function context other than its entry's: the key locals there
+    /// (parameters every call entering the context binds to a key local of its caller, and
+    /// locals copied once from them; [`helper_keys`]).
+    helper_keys: FxHashMap<(ThreadId, FnCtxId), FxHashMap<LocalId, Option<EdgeId>>>,
     /// Per creating thread, the counter families it creates.
     creators: FxHashMap<ThreadId, Vec<usize>>,
     /// Per creating function, the object families it creates.
@@ -233,6 +237,9 @@ impl Slots {
                     _ => pointer_bits(&program.types),
                 };
                 if let Some(keys) = instance_keys(program, graph, t, bits) {
+                    for (c, ks) in helper_keys(program, graph.contexts(t), &keys, bits) {
+                        out.helper_keys.insert((t, c), ks);
+                    }
                     out.instances.insert(t, (k, keys));
                 }
             }
@@ -274,8 +281,15 @@ impl Slots {
             let origin = ix.origin_offset(backend, &at())?;
             Some(ix.key(domain, holder, origin))
         };
-        // A created thread's own element or object.
-        if root && let Some((k, keys)) = self.instances.get(&tc.thread) {
+        // A created thread's own element or object (in its entry, or in a helper the key is
+        // passed to).
+        if let Some((k, entry_keys)) = self.instances.get(&tc.thread)
+            && let Some(keys) = if root {
+                Some(entry_keys)
+            } else {
+                self.helper_keys.get(&(tc.thread, ctx))
+            }
+        {
             let fam = &self.families[*k];
             let holds = |l: LocalId| {
                 keys.get(&l)
@@ -1059,12 +1073,25 @@ fn instance_keys(
     if taken.contains(&p) || writes.contains_key(&p) {
         return None;
     }
-    let types = &program.types;
     let mut keys: FxHashMap<LocalId, Option<EdgeId>> = FxHashMap::default();
     keys.insert(p, None);
+    copied_keys(&program.types, cfg, &writes, &taken, bits, &mut keys);
+    Some(keys)
+}
+
+/// Adds to `keys` the locals of `cfg` copied once from a key local (through casts keeping
+/// `bits` bits), with their defining statements.
+fn copied_keys(
+    types: &TypeTable,
+    cfg: &Cfg,
+    writes: &FxHashMap<LocalId, Vec<EdgeId>>,
+    taken: &FxHashSet<LocalId>,
+    bits: u64,
+    keys: &mut FxHashMap<LocalId, Option<EdgeId>>,
+) {
     loop {
         let mut added = false;
-        for (l, ws) in &writes {
+        for (l, ws) in writes {
             if keys.contains_key(l) || taken.contains(l) {
                 continue;
             }
@@ -1078,9 +1105,101 @@ fn instance_keys(
             }
         }
         if !added {
-            return Some(keys);
+            return;
         }
     }
+}
+
+/// The key locals of the function contexts of thread `tc` other than its entry's, given the
+/// entry's (`entry_keys`): a parameter is a key when every call entering the context passes
+/// it a key local of the caller (through casts keeping `bits` bits) whose definition
+/// dominates the call, and nothing writes the parameter or takes its address; locals copied
+/// once from keys are keys too. Contexts entered otherwise (a callback, a once-routine) or
+/// on a call cycle through themselves get none.
+fn helper_keys(
+    program: &Program,
+    tc: &ThreadContexts,
+    entry_keys: &FxHashMap<LocalId, Option<EdgeId>>,
+    bits: u64,
+) -> FxHashMap<FnCtxId, FxHashMap<LocalId, Option<EdgeId>>> {
+    use crate::context::CallKind;
+    let types = &program.types;
+    let mut sites: FxHashMap<FnCtxId, Vec<(FnCtxId, EdgeId, bool)>> = FxHashMap::default();
+    let mut calls: Vec<_> = tc.calls.keys().copied().collect();
+    calls.sort();
+    for (c, e) in calls {
+        for t in tc.callees(c, e) {
+            let plain = matches!(t.kind, CallKind::Plain | CallKind::Atomic);
+            sites.entry(t.ctx).or_default().push((c, e, plain));
+        }
+    }
+    let mut out: FxHashMap<FnCtxId, FxHashMap<LocalId, Option<EdgeId>>> = FxHashMap::default();
+    let mut order: Vec<FnCtxId> = sites.keys().copied().filter(|c| *c != tc.entry).collect();
+    order.sort();
+    // Keys only grow from none: a context on a cycle through itself keeps what its other
+    // callers alone would not give it (the intersection with its own empty keys).
+    for _ in 0..4 {
+        let mut changed = false;
+        for &t in &order {
+            let g = tc.ctx(t).func;
+            let f = program.function(g);
+            let Some(cfg) = &f.body else { continue };
+            let taken = addr_taken(cfg);
+            let writes = local_writes(cfg);
+            let mut params: Option<FxHashSet<LocalId>> = None;
+            for &(c, e, plain) in &sites[&t] {
+                let caller_keys = if c == tc.entry {
+                    Some(entry_keys)
+                } else {
+                    out.get(&c)
+                };
+                let ccfg = program.function(tc.ctx(c).func).body.as_ref();
+                let here: FxHashSet<LocalId> = match (plain, caller_keys, ccfg) {
+                    (true, Some(ck), Some(ccfg)) => {
+                        let node = ccfg.edge(e).src;
+                        let Op::Call { args, .. } = &ccfg.edge(e).op else {
+                            continue;
+                        };
+                        f.params
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, p)| {
+                                !taken.contains(p)
+                                    && !writes.contains_key(p)
+                                    && args
+                                        .get(*i)
+                                        .and_then(|a| chain_local(types, a, bits))
+                                        .and_then(|l| ck.get(&l))
+                                        .is_some_and(|d| {
+                                            d.is_none_or(|d| dominated(ccfg, node, &[d]))
+                                        })
+                            })
+                            .map(|(_, p)| *p)
+                            .collect()
+                    }
+                    _ => FxHashSet::default(),
+                };
+                params = Some(match params {
+                    Some(ps) => ps.intersection(&here).copied().collect(),
+                    None => here,
+                });
+            }
+            let Some(params) = params.filter(|ps| !ps.is_empty()) else {
+                continue;
+            };
+            let mut keys: FxHashMap<LocalId, Option<EdgeId>> =
+                params.into_iter().map(|p| (p, None)).collect();
+            copied_keys(types, cfg, &writes, &taken, bits, &mut keys);
+            if out.get(&t) != Some(&keys) {
+                out.insert(t, keys);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    out
 }
 
 /// Facts found by walking the straight-line segments that read a global counter.
