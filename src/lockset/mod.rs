@@ -1317,15 +1317,8 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
         }
     }
 
-    /// The locks a lock or unlock call's argument `arg` (position `pos`) names: the objects
-    /// its address may be ([`lock_targets`]), else its lock path ([`paths`]).
-    fn lock_or_path(
-        &mut self,
-        ctx: FnCtxId,
-        eid: EdgeId,
-        pos: usize,
-        arg: &Expr,
-    ) -> Option<SmallVec<[LockId; 2]>> {
+    /// The locks the address `arg` at edge `eid` of context `ctx` may be ([`lock_targets`]).
+    fn targets(&mut self, ctx: FnCtxId, eid: EdgeId, arg: &Expr) -> Option<SmallVec<[LockId; 2]>> {
         lock_targets(
             self.program,
             self.backend,
@@ -1337,7 +1330,18 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             self.table,
             false,
         )
-        .or_else(|| {
+    }
+
+    /// The locks a lock or unlock call's argument `arg` (position `pos`) names: the objects
+    /// its address may be ([`lock_targets`]), else its lock path ([`paths`]).
+    fn lock_or_path(
+        &mut self,
+        ctx: FnCtxId,
+        eid: EdgeId,
+        pos: usize,
+        arg: &Expr,
+    ) -> Option<SmallVec<[LockId; 2]>> {
+        self.targets(ctx, eid, arg).or_else(|| {
             self.table
                 .path_lock(self.program, &self.callers, ctx, eid, pos, arg)
                 .map(|l| SmallVec::from_slice(&[l]))
@@ -1796,19 +1800,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                     }
                     Some(Role::SemWait { sem, kind }) => {
                         let mut f = fact.clone();
-                        let ids = args.get(sem).and_then(|a| {
-                            lock_targets(
-                                self.program,
-                                self.backend,
-                                self.graph,
-                                self.tc,
-                                ctx,
-                                eid,
-                                a,
-                                self.table,
-                                false,
-                            )
-                        });
+                        let ids = args.get(sem).and_then(|a| self.targets(ctx, eid, a));
                         if let Some(ids) = ids.as_ref().filter(|ids| {
                             !ids.is_empty() && ids.iter().all(|l| self.binary.contains(l))
                         }) {
@@ -1844,19 +1836,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         out.push(f);
                     }
                     Some(Role::SemPost { sem }) => {
-                        let ids = args.get(sem).and_then(|a| {
-                            lock_targets(
-                                self.program,
-                                self.backend,
-                                self.graph,
-                                self.tc,
-                                ctx,
-                                eid,
-                                a,
-                                self.table,
-                                false,
-                            )
-                        });
+                        let ids = args.get(sem).and_then(|a| self.targets(ctx, eid, a));
                         let mut f = fact.clone();
                         for l in ids.unwrap_or_default() {
                             f = Self::release(&f, l);
@@ -1864,19 +1844,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         out.push(f);
                     }
                     Some(Role::BarrierWait { barrier }) => {
-                        let ids = args.get(barrier).and_then(|a| {
-                            lock_targets(
-                                self.program,
-                                self.backend,
-                                self.graph,
-                                self.tc,
-                                ctx,
-                                eid,
-                                a,
-                                self.table,
-                                false,
-                            )
-                        });
+                        let ids = args.get(barrier).and_then(|a| self.targets(ctx, eid, a));
                         let mut f = fact.clone();
                         if let Some(ids) = ids {
                             for &l in &ids {
