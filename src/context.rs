@@ -117,12 +117,18 @@ pub struct ThreadContexts {
 /// the same bound to the contexts it discovers.
 pub const MAX_CONTEXTS: usize = 200_000;
 
-/// A call through a function pointer that may designate more functions than this enters
-/// them without a call string: an unresolved pointer (the syntactic backend's every
-/// address-taken function of a compatible type) would otherwise give each of its targets one
-/// context per such call site, which tells little apart and multiplies contexts (a library
-/// dispatching through tables of function pointers reached 8,000 contexts per thread).
+/// In a thread with more than [`FANOUT_THREAD_CONTEXTS`] contexts, a call through a function
+/// pointer that may designate more functions than this enters them without a call string: an
+/// unresolved pointer (the syntactic backend's every address-taken function of a compatible
+/// type) would otherwise give each of its targets one context per such call site, which tells
+/// little apart and multiplies contexts (a library dispatching through tables of function
+/// pointers reached 8,000 contexts per thread). Smaller threads keep those contexts: a callee
+/// shared by call sites returns its facts to all of them, paths no run takes.
 pub const FANOUT_CONTEXTS: usize = 4;
+
+/// Contexts of a thread beyond which calls through pointers with many targets share their
+/// callees' contexts ([`FANOUT_CONTEXTS`]).
+pub const FANOUT_THREAD_CONTEXTS: usize = 2_000;
 
 impl ThreadContexts {
     /// Enumerates the function contexts reachable from `entry` with call strings of length
@@ -138,6 +144,24 @@ impl ThreadContexts {
         entry: FuncId,
         depth: usize,
         resolve: &mut dyn FnMut(&FnCtx, &crate::ir::Expr, bool) -> Vec<FuncId>,
+    ) -> ThreadContexts {
+        let tc = Self::build_with(program, roles, thread, entry, depth, resolve, false);
+        if tc.ctxs.len() <= FANOUT_THREAD_CONTEXTS {
+            return tc;
+        }
+        Self::build_with(program, roles, thread, entry, depth, resolve, true)
+    }
+
+    /// [`ThreadContexts::build`], entering the targets of calls through pointers with more
+    /// than [`FANOUT_CONTEXTS`] targets without a call string when `share_fanout`.
+    fn build_with(
+        program: &Program,
+        roles: &Roles,
+        thread: ThreadId,
+        entry: FuncId,
+        depth: usize,
+        resolve: &mut dyn FnMut(&FnCtx, &crate::ir::Expr, bool) -> Vec<FuncId>,
+        share_fanout: bool,
     ) -> ThreadContexts {
         let mut tc = ThreadContexts {
             thread,
@@ -196,7 +220,7 @@ impl ThreadContexts {
                     },
                     Callee::Indirect(fp) => {
                         let found = resolve(&fctx, fp, false);
-                        fanout = found.len() > FANOUT_CONTEXTS;
+                        fanout = share_fanout && found.len() > FANOUT_CONTEXTS;
                         targets.extend(found.into_iter().map(|g| {
                             let kind = match roles.get(g) {
                                 Some(Role::AtomicFunction) => CallKind::Atomic,

@@ -60,8 +60,9 @@ fn contexts_beyond_the_bound_share_one() {
 fn calls_through_unresolved_pointers_enter_their_targets_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("fanout.c");
-    // 40 functions called through a table from 40 sites: 1,600 contexts with call strings.
-    let n = 40;
+    // 60 functions called through a table from 60 sites: 3,600 contexts with call strings,
+    // more than `racedar::context::FANOUT_THREAD_CONTEXTS`.
+    let n = 60;
     let mut c = String::from("#include <pthread.h>\n");
     for i in 0..n {
         c.push_str(&format!("int f_{i}(int x) {{ return x + {i}; }}\n"));
