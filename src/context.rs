@@ -126,6 +126,10 @@ pub const MAX_CONTEXTS: usize = 200_000;
 /// shared by call sites returns its facts to all of them, paths no run takes.
 pub const FANOUT_CONTEXTS: usize = 4;
 
+/// The call edges entering one function context: (caller context, call edge, how the callee
+/// is entered) ([`ThreadContexts::callers`]).
+pub type CallSites = SmallVec<[(FnCtxId, EdgeId, CallKind); 2]>;
+
 /// Contexts of a thread beyond which calls through pointers with many targets share their
 /// callees' contexts ([`FANOUT_CONTEXTS`]).
 pub const FANOUT_THREAD_CONTEXTS: usize = 2_000;
@@ -321,6 +325,20 @@ impl ThreadContexts {
     /// The callees a call edge enters in context `id` (empty when none is analysed).
     pub fn callees(&self, id: FnCtxId, edge: EdgeId) -> &[CallTarget] {
         self.calls.get(&(id, edge)).map_or(&[], |v| v.as_slice())
+    }
+
+    /// Per function context, the call edges that enter it: (caller context, call edge, how
+    /// the callee is entered), in (caller, edge) order.
+    pub fn callers(&self) -> FxHashMap<FnCtxId, CallSites> {
+        let mut calls: Vec<(FnCtxId, EdgeId)> = self.calls.keys().copied().collect();
+        calls.sort();
+        let mut out: FxHashMap<FnCtxId, CallSites> = FxHashMap::default();
+        for (c, e) in calls {
+            for t in self.callees(c, e) {
+                out.entry(t.ctx).or_default().push((c, e, t.kind));
+            }
+        }
+        out
     }
 
     /// Function contexts in id order.

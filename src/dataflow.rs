@@ -459,13 +459,22 @@ impl<A: Analysis> Engine<'_, A> {
         func: FuncId,
         known: Option<FnCtxId>,
     ) -> FnCtxId {
-        let caller = self.tc.ctx(c).clone();
-        if let Some(id) = known {
-            if func == caller.func || caller.calls.iter().any(|s| s.func == func) {
-                self.recursive.insert(id);
-            }
-            return id;
+        let id = match known {
+            Some(id) => id,
+            None => self.new_callee_ctx(c, edge, func),
+        };
+        // A callee whose function is already on the caller's context chain is recursive.
+        let caller = self.tc.ctx(c);
+        if func == caller.func || caller.calls.iter().any(|s| s.func == func) {
+            self.recursive.insert(id);
         }
+        id
+    }
+
+    /// The context a call from `c` at `edge` enters for `func` by its call string, interned
+    /// (and allocated) when new.
+    fn new_callee_ctx(&mut self, c: FnCtxId, edge: EdgeId, func: FuncId) -> FnCtxId {
+        let caller = self.tc.ctx(c);
         let mut calls: CallString = caller.calls.clone();
         calls.push(CallSite {
             func: caller.func,
@@ -485,10 +494,6 @@ impl<A: Analysis> Engine<'_, A> {
         let id = self.tc.intern_ctx(callee);
         if self.tc.ctxs.len() > before {
             self.alloc(id);
-        }
-        // A callee whose function is already on the caller's context chain is recursive.
-        if func == caller.func || caller.calls.iter().any(|s| s.func == func) {
-            self.recursive.insert(id);
         }
         id
     }

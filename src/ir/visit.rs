@@ -90,6 +90,22 @@ pub fn walk_cfg_addr_taken(cfg: &super::cfg::Cfg, f: &mut dyn FnMut(super::Local
     }
 }
 
+/// The locals an instruction writes, wholly or in part (an assignment's or a call's
+/// destination, inline assembly's outputs).
+pub fn written_locals(op: &Op, f: &mut dyn FnMut(super::LocalId)) {
+    let mut host = |lv: &Lval| {
+        if let Host::Var(super::expr::Var::Local(l)) = lv.host {
+            f(l);
+        }
+    };
+    match op {
+        Op::Assign { lhs, .. } => host(lhs),
+        Op::Call { dest: Some(d), .. } => host(d),
+        Op::Asm { outputs, .. } => outputs.iter().for_each(host),
+        _ => {}
+    }
+}
+
 /// The local an lvalue names when it is a whole local (no projection).
 pub fn whole_local(lv: &Lval) -> Option<super::LocalId> {
     match lv.host {

@@ -1357,15 +1357,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             return;
         }
         f.must.retain(|h| !rel(h));
-        let modes: SmallVec<[LockMode; 2]> =
-            f.may.iter().filter(|h| rel(h)).map(|h| h.mode).collect();
-        f.may.retain(|h| !rel(h));
-        for mode in modes {
-            f.may.insert(Held {
-                lock: LockId::UNKNOWN,
-                mode,
-            });
-        }
+        replace_locks(&mut f.may, rel, LockId::UNKNOWN);
         f.pending.retain(|p| !rel(&p.held));
     }
 
@@ -1400,19 +1392,8 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             else {
                 continue;
             };
-            let rename = |set: &mut SmallSet<Held>| {
-                let modes: SmallVec<[LockMode; 2]> =
-                    set.iter().filter(|h| h.lock == l).map(|h| h.mode).collect();
-                if modes.is_empty() {
-                    return;
-                }
-                set.retain(|h| h.lock != l);
-                for mode in modes {
-                    set.insert(Held { lock: to, mode });
-                }
-            };
-            rename(&mut f.must);
-            rename(&mut f.may);
+            replace_locks(&mut f.must, |h| h.lock == l, to);
+            replace_locks(&mut f.may, |h| h.lock == l, to);
             for p in f.pending.iter_mut() {
                 if p.held.lock == l {
                     p.held.lock = to;
@@ -1461,6 +1442,18 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             }) if proj.is_empty() => Some((func, *l)),
             _ => None,
         }
+    }
+}
+
+/// Replaces the held locks of `set` that `pick` selects by `to`, each in its mode.
+fn replace_locks(set: &mut SmallSet<Held>, pick: impl Fn(&Held) -> bool, to: LockId) {
+    let modes: SmallVec<[LockMode; 2]> = set.iter().filter(|h| pick(h)).map(|h| h.mode).collect();
+    if modes.is_empty() {
+        return;
+    }
+    set.retain(|h| !pick(h));
+    for mode in modes {
+        set.insert(Held { lock: to, mode });
     }
 }
 

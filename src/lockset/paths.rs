@@ -9,7 +9,7 @@
 //! Infer name locks by access paths and Goblint's symbolic locks name them by expressions.
 //!
 //! Two threads that take the lock through the same path hold the same lock when the pointer
-//! cells along the path keep their values while the locks are held. [`assumptions`] checks
+//! cells along the path keep their values while the locks are held. [`unstable_cells`] checks
 //! that over the program's writes to those cells: a write while no other thread runs (`main`
 //! before it creates threads) or to an object not published yet keeps the identity; any other
 //! write makes it an assumption, reported as an imprecision that blocks a `no-race` verdict
@@ -87,9 +87,8 @@ impl LockPath {
     }
 
     /// The path of the lock this relative path names in a caller whose argument for the
-    /// parameter has path `arg` (`None` when the path is not relative to that function, or
-    /// when the result is a lock at a constant offset of a global, which has an address:
-    /// see [`LockPath::global_address`]).
+    /// parameter has path `arg` (a path from a global that loads no pointer is a lock
+    /// address: see [`LockPath::global_address`]).
     fn rebased(&self, arg: &Sym) -> LockPath {
         // The argument's address: `arg.offs` loads, then `arg.off`; the path adds its first
         // offset to that and goes on.
@@ -155,7 +154,7 @@ fn take_member<'a>(rest: &mut &'a str) -> &'a str {
 /// A pointer value as a path: it designates the object described by `text`, at byte `off`
 /// past the object reached by loading the pointers at `offs` from `root`.
 #[derive(Clone, Debug)]
-pub struct Sym {
+struct Sym {
     root: Root,
     offs: SmallVec<[u64; 3]>,
     cells: SmallVec<[Cell; 2]>,
@@ -176,29 +175,17 @@ impl Sym {
 /// edges (caller context, edge) that enter it.
 pub struct Callers<'a> {
     tc: &'a ThreadContexts,
-    callers: FxHashMap<FnCtxId, SmallVec<[(FnCtxId, EdgeId); 2]>>,
+    callers: FxHashMap<FnCtxId, crate::context::CallSites>,
 }
 
 impl<'a> Callers<'a> {
     /// The reverse call graph of a thread's contexts (plain and atomic calls only: a callback
     /// or a once-routine gets no arguments from the call).
     pub fn new(tc: &'a ThreadContexts) -> Callers<'a> {
-        let mut callers: FxHashMap<FnCtxId, SmallVec<[(FnCtxId, EdgeId); 2]>> =
-            FxHashMap::default();
-        let mut keys: Vec<_> = tc.calls.keys().copied().collect();
-        keys.sort();
-        for (c, e) in keys {
-            for t in tc.callees(c, e) {
-                let entry = callers.entry(t.ctx).or_default();
-                if matches!(t.kind, CallKind::Plain | CallKind::Atomic) {
-                    entry.push((c, e));
-                } else {
-                    // Entered some other way: its parameters are bound by nobody we see.
-                    entry.push((c, EdgeId(u32::MAX)));
-                }
-            }
+        Callers {
+            tc,
+            callers: tc.callers(),
         }
-        Callers { tc, callers }
     }
 
     /// The thread.
@@ -226,24 +213,9 @@ impl StableParams {
                 out.remove(&l);
             });
             for e in &cfg.edges {
-                match &e.op {
-                    Op::Assign { lhs, .. }
-                    | Op::Call {
-                        dest: Some(lhs), ..
-                    } => {
-                        if let Host::Var(Var::Local(l)) = lhs.host {
-                            out.remove(&l);
-                        }
-                    }
-                    Op::Asm { outputs, .. } => {
-                        for o in outputs {
-                            if let Host::Var(Var::Local(l)) = o.host {
-                                out.remove(&l);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
+                crate::ir::visit::written_locals(&e.op, &mut |l| {
+                    out.remove(&l);
+                });
             }
             out
         })
@@ -426,8 +398,9 @@ fn bound_param(
     let index = program.function(func).params.iter().position(|p| *p == l)?;
     let sites = callers.callers.get(&ctx)?.clone();
     let mut out: Option<Sym> = None;
-    for (c, e) in sites {
-        if e.0 == u32::MAX {
+    for (c, e, kind) in sites {
+        // Entered some other way (a callback, a once-routine): nobody we see binds it.
+        if !matches!(kind, CallKind::Plain | CallKind::Atomic) {
             return None;
         }
         let caller = program.function(callers.tc.ctx(c).func);

@@ -233,7 +233,7 @@ pub(super) fn fresh_allocations(cfg: &crate::ir::Cfg, roles: &Roles, l: LocalId)
             .map(|e| &e.op)
             .filter(|op| {
                 let mut w = false;
-                crate::races::slots::written_locals(op, &mut |y| w |= y == x);
+                crate::ir::visit::written_locals(op, &mut |y| w |= y == x);
                 w
             })
             .collect()

@@ -524,7 +524,7 @@ fn carried_creates(
 /// The locals an instruction writes (wholly or in part).
 fn mentioned_writes(op: &Op) -> FxHashSet<LocalId> {
     let mut out = FxHashSet::default();
-    crate::races::slots::written_locals(op, &mut |l| {
+    crate::ir::visit::written_locals(op, &mut |l| {
         out.insert(l);
     });
     out

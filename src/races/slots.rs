@@ -38,7 +38,9 @@
 use crate::backend::{AccessSite, Backend, MemAccess};
 use crate::context::{FnCtxId, ThreadContexts, ThreadId};
 use crate::ir::types::{TypeId, TypeKind, TypeTable};
-use crate::ir::visit::{op_exprs, strip_casts, walk_cfg_addr_taken, walk_expr, whole_local};
+use crate::ir::visit::{
+    op_exprs, strip_casts, walk_cfg_addr_taken, walk_expr, whole_local, written_locals,
+};
 use crate::ir::{
     BinOp, Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, GlobalId, Host, LocalId, Lval, NodeId, Op,
     Program, Proj, Storage, Var,
@@ -589,21 +591,6 @@ fn through_pointer(program: &Program, lv: &Lval) -> Option<(LocalId, u64, u64)> 
     Some((q, skip.checked_add(lo)?, skip.checked_add(hi)?))
 }
 
-/// Locals an instruction writes (wholly or in part).
-pub(crate) fn written_locals(op: &Op, f: &mut dyn FnMut(LocalId)) {
-    let mut host = |lv: &Lval| {
-        if let Host::Var(Var::Local(l)) = lv.host {
-            f(l);
-        }
-    };
-    match op {
-        Op::Assign { lhs, .. } => host(lhs),
-        Op::Call { dest: Some(d), .. } => host(d),
-        Op::Asm { outputs, .. } => outputs.iter().for_each(host),
-        _ => {}
-    }
-}
-
 /// Writes of each local of a CFG.
 fn local_writes(cfg: &Cfg) -> FxHashMap<LocalId, Vec<EdgeId>> {
     let mut out: FxHashMap<LocalId, Vec<EdgeId>> = FxHashMap::default();
@@ -1124,18 +1111,13 @@ fn helper_keys(
 ) -> FxHashMap<FnCtxId, FxHashMap<LocalId, Option<EdgeId>>> {
     use crate::context::CallKind;
     let types = &program.types;
-    let mut sites: FxHashMap<FnCtxId, Vec<(FnCtxId, EdgeId, bool)>> = FxHashMap::default();
-    let mut calls: Vec<_> = tc.calls.keys().copied().collect();
-    calls.sort();
-    for (c, e) in calls {
-        for t in tc.callees(c, e) {
-            let plain = matches!(t.kind, CallKind::Plain | CallKind::Atomic);
-            sites.entry(t.ctx).or_default().push((c, e, plain));
-        }
-    }
-    let mut out: FxHashMap<FnCtxId, FxHashMap<LocalId, Option<EdgeId>>> = FxHashMap::default();
+    let sites = tc.callers();
     let mut order: Vec<FnCtxId> = sites.keys().copied().filter(|c| *c != tc.entry).collect();
     order.sort();
+    // Per function: its locals whose address is taken, and each local's writes.
+    type LocalFacts = (FxHashSet<LocalId>, FxHashMap<LocalId, Vec<EdgeId>>);
+    let mut facts: FxHashMap<FuncId, LocalFacts> = FxHashMap::default();
+    let mut out: FxHashMap<FnCtxId, FxHashMap<LocalId, Option<EdgeId>>> = FxHashMap::default();
     // Keys only grow from none: a context on a cycle through itself keeps what its other
     // callers alone would not give it (the intersection with its own empty keys).
     for _ in 0..4 {
@@ -1144,39 +1126,48 @@ fn helper_keys(
             let g = tc.ctx(t).func;
             let f = program.function(g);
             let Some(cfg) = &f.body else { continue };
-            let taken = addr_taken(cfg);
-            let writes = local_writes(cfg);
-            let mut params: Option<FxHashSet<LocalId>> = None;
-            for &(c, e, plain) in &sites[&t] {
-                let caller_keys = if c == tc.entry {
+            // Every call must come from a keyed caller with a plain call.
+            let keyed = |c: FnCtxId| {
+                if c == tc.entry {
                     Some(entry_keys)
                 } else {
                     out.get(&c)
-                };
+                }
+            };
+            if !sites[&t].iter().all(|&(c, _, kind)| {
+                matches!(kind, CallKind::Plain | CallKind::Atomic) && keyed(c).is_some()
+            }) {
+                continue;
+            }
+            let (taken, writes) = facts
+                .entry(g)
+                .or_insert_with(|| (addr_taken(cfg), local_writes(cfg)));
+            let mut params: Option<FxHashSet<LocalId>> = None;
+            for &(c, e, _) in &sites[&t] {
                 let ccfg = program.function(tc.ctx(c).func).body.as_ref();
-                let here: FxHashSet<LocalId> = match (plain, caller_keys, ccfg) {
-                    (true, Some(ck), Some(ccfg)) => {
-                        let node = ccfg.edge(e).src;
-                        let Op::Call { args, .. } = &ccfg.edge(e).op else {
-                            continue;
-                        };
-                        f.params
-                            .iter()
-                            .enumerate()
-                            .filter(|(i, p)| {
-                                !taken.contains(p)
-                                    && !writes.contains_key(p)
-                                    && args
-                                        .get(*i)
-                                        .and_then(|a| chain_local(types, a, bits))
-                                        .and_then(|l| ck.get(&l))
-                                        .is_some_and(|d| {
-                                            d.is_none_or(|d| dominated(ccfg, node, &[d]))
-                                        })
-                            })
-                            .map(|(_, p)| *p)
-                            .collect()
-                    }
+                let here: FxHashSet<LocalId> = match (keyed(c), ccfg) {
+                    (Some(ck), Some(ccfg)) => match &ccfg.edge(e).op {
+                        Op::Call { args, .. } => {
+                            let node = ccfg.edge(e).src;
+                            f.params
+                                .iter()
+                                .enumerate()
+                                .filter(|(i, p)| {
+                                    !taken.contains(p)
+                                        && !writes.contains_key(p)
+                                        && args
+                                            .get(*i)
+                                            .and_then(|a| chain_local(types, a, bits))
+                                            .and_then(|l| ck.get(&l))
+                                            .is_some_and(|d| {
+                                                d.is_none_or(|d| dominated(ccfg, node, &[d]))
+                                            })
+                                })
+                                .map(|(_, p)| *p)
+                                .collect()
+                        }
+                        _ => FxHashSet::default(),
+                    },
                     _ => FxHashSet::default(),
                 };
                 params = Some(match params {
@@ -1189,7 +1180,7 @@ fn helper_keys(
             };
             let mut keys: FxHashMap<LocalId, Option<EdgeId>> =
                 params.into_iter().map(|p| (p, None)).collect();
-            copied_keys(types, cfg, &writes, &taken, bits, &mut keys);
+            copied_keys(types, cfg, writes, taken, bits, &mut keys);
             if out.get(&t) != Some(&keys) {
                 out.insert(t, keys);
                 changed = true;
