@@ -279,6 +279,17 @@ fn run<'p, B: Backend<'p>>(
         contexts = graph.contexts.iter().map(|c| c.ctxs.len()).sum::<usize>(),
         "thread-creation graph"
     );
+    for th in &graph.threads {
+        tracing::debug!(
+            thread = th.id.0,
+            name = %th.name(program),
+            parents = ?th.parents,
+            unique = th.unique,
+            signal = th.signal,
+            unseen = th.unseen,
+            "thread"
+        );
+    }
     let t = Instant::now();
     let mut locksets = LocksetResult::compute(program, roles, &backend, &graph);
     phases.push(Phase::new("lockset", t.elapsed()));

@@ -19,6 +19,7 @@
 //! any escaped object holding a sub-object of a compatible type.
 
 pub mod accesses;
+pub mod funcptrs;
 pub mod regions;
 pub mod syntactic;
 pub mod value;

@@ -1,6 +1,6 @@
 //! The syntactic backend (seed 001 §4, "Syntactic backend"): no abstract state; addresses are
-//! read off the expressions, function pointers resolve to every address-taken function of a
-//! compatible type.
+//! read off the expressions, function pointers resolve to the functions stored where they are
+//! read ([`super::funcptrs`]).
 //!
 //! An lvalue names a known object when its host is a variable or a dereference of an address
 //! expression (`&x`, `&a[2] + 1`, a string, through casts); every other dereference goes to a
@@ -8,6 +8,7 @@
 //! compatible type. This keeps the backend conservative for race freedom.
 
 use super::accesses::{self, Resolver};
+use super::funcptrs::FuncPtrs;
 use super::{
     Address, Backend, Base, ByteRange, FuncTargets, IntRange, MemAccess, PointsTo, Target,
     TypeClass,
@@ -24,6 +25,8 @@ pub struct Syntactic<'p> {
     roles: &'p Roles,
     /// Functions whose address is used as a value, sorted.
     address_taken: Vec<FuncId>,
+    /// Where function pointers are stored.
+    funcptrs: FuncPtrs,
 }
 
 impl<'p> Syntactic<'p> {
@@ -55,19 +58,19 @@ impl<'p> Syntactic<'p> {
             program,
             roles,
             address_taken: taken,
+            funcptrs: FuncPtrs::new(program, roles),
         }
     }
 
-    /// The address-taken functions whose type is compatible with the function (or pointer to
-    /// function) type of `e`: the targets of a call through `e` when nothing more is known.
-    pub fn compatible_functions(&self, e: &Expr) -> Vec<FuncId> {
+    /// The functions a call through `e` in function `func` may reach (sorted; functions
+    /// without a body included): those stored where `e` is read, and the escaped functions
+    /// of a compatible type when the read may see a value [`FuncPtrs`] lost.
+    pub fn pointer_targets(&self, func: FuncId, e: &Expr) -> Vec<FuncId> {
         let types = &self.program.types;
         let want = types.pointee(e.ty).unwrap_or(e.ty);
-        self.address_taken
-            .iter()
-            .copied()
-            .filter(|f| signature_compatible(types, self.program.function(*f).ty, want))
-            .collect()
+        self.funcptrs.targets(self.program, func, e, &|f| {
+            signature_compatible(types, self.program.function(f).ty, want)
+        })
     }
 
     /// The functions whose address the program takes.
@@ -377,7 +380,7 @@ impl<'p> Backend<'p> for Syntactic<'p> {
         }
     }
 
-    fn functions(&self, _ctx: &Context, e: &Expr) -> FuncTargets {
+    fn functions(&self, ctx: &Context, e: &Expr) -> FuncTargets {
         let inner = strip_casts(e);
         if let ExprKind::Func(f) = inner.kind {
             return FuncTargets {
@@ -386,7 +389,7 @@ impl<'p> Backend<'p> for Syntactic<'p> {
             };
         }
         FuncTargets {
-            funcs: self.compatible_functions(e),
+            funcs: self.pointer_targets(ctx.fctx.func, e),
             exact: false,
         }
     }
@@ -395,9 +398,10 @@ impl<'p> Backend<'p> for Syntactic<'p> {
         if !deep {
             return self.functions(ctx, e);
         }
-        // The functions in the static initialiser of a global whose address is passed, and
-        // every address-taken function of the type of a function-pointer member of the
-        // pointee struct (an untyped pointee names none: its callbacks stay unknown).
+        // The functions in the static initialiser of a global whose address is passed, the
+        // functions stored in members of the pointee struct, and the escaped functions of the
+        // type of a function-pointer member (an untyped pointee names none: its callbacks stay
+        // unknown).
         let types = &self.program.types;
         let mut funcs: Vec<FuncId> = Vec::new();
         if let ExprKind::AddrOf(lv) = &strip_casts(e).kind
@@ -428,11 +432,14 @@ impl<'p> Backend<'p> for Syntactic<'p> {
                     wanted.push(*p)
                 }
                 TypeKind::Array { elem, .. } => stack.push(*elem),
-                TypeKind::Comp(c) => stack.extend(types.comp(*c).fields.iter().map(|f| f.ty)),
+                TypeKind::Comp(c) => {
+                    funcs.extend(self.funcptrs.member_targets(self.program, *c));
+                    stack.extend(types.comp(*c).fields.iter().map(|f| f.ty))
+                }
                 _ => {}
             }
         }
-        funcs.extend(self.address_taken.iter().copied().filter(|f| {
+        funcs.extend(self.funcptrs.escaped().iter().copied().filter(|f| {
             wanted
                 .iter()
                 .any(|w| signature_compatible(types, self.program.function(*f).ty, *w))

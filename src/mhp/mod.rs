@@ -1743,6 +1743,7 @@ impl MhpResult {
             .iter()
             .map(|t| self.at_creation(program, graph, t.id))
             .collect();
+        let main_roots = main_roots(graph);
         graph
             .threads
             .iter()
@@ -1763,10 +1764,58 @@ impl MhpResult {
                     outliving,
                     certainly_outliving,
                     interrupts_only: interrupts_only(graph, t.id),
+                    main_roots: main_roots[t.id.0 as usize].clone(),
+                    signal: t.signal,
                 }
             })
             .collect()
     }
+}
+
+/// For every thread, the children of `main` it descends from (itself included when it is
+/// one), through any creation path of the graph, several parents and cycles included.
+fn main_roots(graph: &ThreadGraph) -> Vec<BitSet<ThreadId>> {
+    let n = graph.threads.len();
+    let mut children: Vec<Vec<ThreadId>> = vec![Vec::new(); n];
+    for t in &graph.threads {
+        for p in &t.parents {
+            if let Some(c) = children.get_mut(p.0 as usize) {
+                c.push(t.id);
+            }
+        }
+    }
+    let mut roots: Vec<BitSet<ThreadId>> = vec![BitSet::new(); n];
+    for root in children.first().cloned().unwrap_or_default() {
+        let mut seen: FxHashSet<ThreadId> = FxHashSet::default();
+        let mut stack = vec![root];
+        while let Some(t) = stack.pop() {
+            if t == ThreadId::MAIN || !seen.insert(t) {
+                continue;
+            }
+            roots[t.0 as usize].insert(root);
+            stack.extend(children[t.0 as usize].iter().copied());
+        }
+    }
+    roots
+}
+
+/// Whether thread `t` (facts `f`) may run at a point of `main` with facts `at`: some child of
+/// `main` it descends from is possibly created there. Every thread descends from `main`, so
+/// before `main` creates the first of them (across calls, whatever the shape of the creation
+/// graph) nothing runs beside it (issue "Real programs", item 5). A signal handler runs in
+/// parallel with `main` only in another thread: while `main` has created no thread but
+/// handlers, a handler can only interrupt `main`, which does not resume before the handler
+/// returns ([`interrupts_only`] says the same for a whole program).
+fn may_run_beside_main(tf: &[ThreadFacts], at: &ActiveAt, f: &ThreadFacts) -> bool {
+    if f.signal
+        && !at
+            .may_created
+            .iter()
+            .any(|c| tf.get(c.0 as usize).is_none_or(|x| !x.signal))
+    {
+        return false;
+    }
+    f.main_roots.is_empty() || f.main_roots.iter().any(|c| at.may_created.contains(&c))
 }
 
 /// What the parallelism tests need to know about a thread.
@@ -1787,6 +1836,10 @@ pub struct ThreadFacts {
     pub certainly_outliving: BitSet<ThreadId>,
     /// A signal handler that only interrupts the process's one thread ([`interrupts_only`]).
     pub interrupts_only: bool,
+    /// The children of `main` it descends from ([`main_roots`]); empty for `main`.
+    pub main_roots: BitSet<ThreadId>,
+    /// A signal handler.
+    pub signal: bool,
 }
 
 /// Whether thread `other` has surely ended before an access of a thread with chain `chain`
@@ -1914,6 +1967,11 @@ pub fn may_parallel(
         return !fa.unique;
     }
     let fb = &tf[tb.0 as usize];
+    if (ta == ThreadId::MAIN && !may_run_beside_main(tf, a, fb))
+        || (tb == ThreadId::MAIN && !may_run_beside_main(tf, b, fa))
+    {
+        return false;
+    }
     // One thread had ended (was joined) before the other's access, or before the creation of
     // a thread on its chain.
     if ended_before(tf, a, fa.ancestry.as_deref(), tb)

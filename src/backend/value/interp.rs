@@ -1887,7 +1887,7 @@ impl<'p> Interp<'_, 'p> {
                     // A pointer the analysis lost (computed from an integer, read from
                     // unknown memory): every address-taken function of a compatible type may
                     // be called; none may silently drop out of the analysis.
-                    for g in self.fallback.compatible_functions(fp) {
+                    for g in self.fallback.pointer_targets(func, fp) {
                         if self.program.function(g).body.is_some()
                             && !out.funcs.iter().any(|(f, _, _)| *f == g)
                         {

@@ -632,6 +632,7 @@ fn function_flow(
                     roles,
                     syn,
                     track: &track,
+                    func,
                     edge: EdgeId(ei as u32),
                     op: &e.op,
                     dest: dest.as_ref(),
@@ -653,6 +654,8 @@ struct Call<'a> {
     /// The fallback targets of indirect calls.
     syn: &'a Syntactic<'a>,
     track: &'a FxHashSet<LocalId>,
+    /// The function holding the call.
+    func: FuncId,
     edge: EdgeId,
     op: &'a Op,
     dest: Option<&'a Lval>,
@@ -680,13 +683,13 @@ impl Call<'_> {
             Callee::Direct(g) if program.function(*g).body.is_none() => Some(self.roles.get(*g)),
             _ => None,
         };
-        // A call through a pointer passes into every function it may call: the address-taken
-        // functions of a compatible type (the targets the race search assumes too), when all
-        // of them are defined and modelled by their bodies.
+        // A call through a pointer passes into every function it may call (the targets the
+        // race search assumes too), when all of them are defined and modelled by their
+        // bodies.
         let targets: Vec<FuncId> = match callee {
             Callee::Direct(g) => vec![*g],
             Callee::Indirect(e) => {
-                let ts = self.syn.compatible_functions(e);
+                let ts = self.syn.pointer_targets(self.func, e);
                 let followed = !ts.is_empty()
                     && ts.iter().all(|t| {
                         program.function(*t).body.is_some() && self.roles.get(*t).is_none()
