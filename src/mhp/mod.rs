@@ -62,6 +62,11 @@ pub struct MhpFact {
     /// read from shared memory or passed by unknown code): any thread, the main thread
     /// included, may have ended before the point.
     joined_unknown: bool,
+    /// Non-unique children whose only possibly running instance is the one the paths created
+    /// last, whose id `ids` holds: created while no instance of theirs was active. Joining
+    /// that id ends them (a thread created and joined in each iteration of a loop runs
+    /// before the next iteration's; issue "Real programs", item 5).
+    fresh: BitSet<ThreadId>,
     /// Constraints of the paths on free locals (function, local): values every path of the
     /// fact allows (an over-approximation, to drop impossible paths) and values for which the
     /// certain path is taken (a witness set, non-empty while the fact is certain). A free
@@ -87,6 +92,7 @@ impl MhpFact {
             joined: BitSet::new(),
             created_joined: BitSet::new(),
             joined_unknown: false,
+            fresh: BitSet::new(),
             cons: SmallVec::new(),
             flags: SmallVec::new(),
             ret: None,
@@ -1000,6 +1006,7 @@ impl ActiveThreads<'_> {
         for &c in creates {
             for t in self.graph.created_at(CallSite { func, edge: c }) {
                 f.may_active.remove(&t.id);
+                f.fresh.remove(&t.id);
                 f.must_active.remove(&t.id);
                 f.ids.retain(|(_, x)| *x != t.id);
                 if t.unique {
@@ -1086,6 +1093,15 @@ impl Merge for MhpFact {
         };
         let mut m = (*first).clone();
         for f in it {
+            // Fresh on the merged paths: fresh or not running on each of them.
+            let fresh_or_idle =
+                |x: &MhpFact, c: &ThreadId| x.fresh.contains(c) || !x.may_active.contains(c);
+            m.fresh = m
+                .fresh
+                .union(&f.fresh)
+                .iter()
+                .filter(|c| fresh_or_idle(&m, c) && fresh_or_idle(f, c))
+                .collect();
             m.may_created = m.may_created.union(&f.may_created);
             m.may_active = m.may_active.union(&f.may_active);
             m.must_active = m.must_active.intersection(&f.must_active);
@@ -1154,6 +1170,10 @@ impl Merge for MhpFact {
                 && self.joined.is_subset(&o.joined)
                 && self.created_joined.is_subset(&o.created_joined)
                 && (self.joined_unknown || !o.joined_unknown)
+                && self
+                    .fresh
+                    .iter()
+                    .all(|c| o.fresh.contains(&c) || !o.may_active.contains(&c))
                 && self.flags.iter().all(|x| o.flags.contains(x))
                 && (self.ret.is_none() || self.ret == o.ret))
     }
@@ -1178,6 +1198,7 @@ impl ActiveThreads<'_> {
                     for t in self.graph.created_at(site) {
                         f.may_created.insert(t.id);
                         f.may_active.insert(t.id);
+                        f.fresh.remove(&t.id);
                         f.joined.remove(&t.id);
                         f.created_joined.remove(&t.id);
                     }
@@ -1197,6 +1218,13 @@ impl ActiveThreads<'_> {
                         let key = target.as_ref().and_then(|(o, lv)| self.keys.key(*o, lv));
                         let exact = children.len() == 1 && children.iter().all(|c| c.1);
                         for (c, _) in &children {
+                            // Fresh when no instance ran yet and the id is kept below.
+                            let idle = !f.may_active.contains(c);
+                            if idle && exact && key.is_some() {
+                                f.fresh.insert(*c);
+                            } else {
+                                f.fresh.remove(c);
+                            }
                             f.may_created.insert(*c);
                             f.may_active.insert(*c);
                             f.joined.remove(c);
@@ -1228,6 +1256,13 @@ impl ActiveThreads<'_> {
                             .and_then(|a| self.keys.key_of_value(program, func, a));
                         let mut joined =
                             key.and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
+                        // The last instance of a fresh child ends: no other runs.
+                        if let Some(c) = joined
+                            && f.fresh.contains(&c)
+                        {
+                            f.may_active.remove(&c);
+                            f.fresh.remove(&c);
+                        }
                         // Created on the path (the variable holds its id since the create).
                         if let Some(c) = joined
                             && self.graph.thread(c).unique
