@@ -105,7 +105,9 @@ pub struct FuncPtrs {
 impl FuncPtrs {
     /// Runs the analysis over every function body and static initialiser of `program` (to a
     /// fixpoint; each round is linear in the size of the program, and the facts only grow).
-    pub fn new(program: &Program, roles: &Roles) -> FuncPtrs {
+    /// `address_taken`: the functions whose address the program uses as a value
+    /// ([`super::syntactic::Syntactic::address_taken`]).
+    pub fn new(program: &Program, roles: &Roles, address_taken: &[FuncId]) -> FuncPtrs {
         let mut fp = FuncPtrs {
             merged: merged_comps(program),
             ..FuncPtrs::default()
@@ -114,7 +116,6 @@ impl FuncPtrs {
         // Functions called from places we do not see (address taken, or never called by the
         // program: main, library entries) receive unknown arguments.
         let mut called = vec![false; program.functions.len()];
-        let mut taken = vec![false; program.functions.len()];
         for f in &program.functions {
             for e in f.body.iter().flat_map(|c| &c.edges) {
                 if let Some(g) = e.op.direct_callee()
@@ -122,13 +123,6 @@ impl FuncPtrs {
                 {
                     *c = true;
                 }
-                op_exprs(&e.op, &mut |y| {
-                    if let ExprKind::Func(g) = y.kind
-                        && let Some(t) = taken.get_mut(g.0 as usize)
-                    {
-                        *t = true;
-                    }
-                });
             }
         }
         for (gi, g) in program.globals.iter().enumerate() {
@@ -140,13 +134,6 @@ impl FuncPtrs {
                 let InitValue::Expr(e) = &item.value else {
                     continue;
                 };
-                crate::ir::visit::walk_expr(e, &mut |y| {
-                    if let ExprKind::Func(f) = y.kind
-                        && let Some(t) = taken.get_mut(f.0 as usize)
-                    {
-                        *t = true;
-                    }
-                });
                 let v = fp.eval(program, None, e);
                 let slot = match last_field(&item.proj) {
                     Some((c, i)) => fp.field_slot(program, c, i),
@@ -160,7 +147,7 @@ impl FuncPtrs {
         }
         for (fi, f) in program.functions.iter().enumerate() {
             let fid = FuncId(fi as u32);
-            if f.body.is_some() && (taken[fi] || !called[fi]) {
+            if f.body.is_some() && (address_taken.binary_search(&fid).is_ok() || !called[fi]) {
                 for p in &f.params {
                     fp.slots.insert(Slot::Local(fid, *p), Facts::unknown());
                 }

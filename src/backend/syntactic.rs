@@ -57,8 +57,8 @@ impl<'p> Syntactic<'p> {
         Syntactic {
             program,
             roles,
+            funcptrs: FuncPtrs::new(program, roles, &taken),
             address_taken: taken,
-            funcptrs: FuncPtrs::new(program, roles),
         }
     }
 

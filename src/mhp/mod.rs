@@ -1810,25 +1810,19 @@ impl MhpResult {
 /// For every thread, the children of `main` it descends from (itself included when it is
 /// one), through any creation path of the graph, several parents and cycles included.
 fn main_roots(graph: &ThreadGraph) -> Vec<BitSet<ThreadId>> {
-    let n = graph.threads.len();
-    let mut children: Vec<Vec<ThreadId>> = vec![Vec::new(); n];
-    for t in &graph.threads {
-        for p in &t.parents {
-            if let Some(c) = children.get_mut(p.0 as usize) {
-                c.push(t.id);
+    use petgraph::visit::{Dfs, Walker};
+    let g = &graph.graph;
+    let mut roots: Vec<BitSet<ThreadId>> = vec![BitSet::new(); graph.threads.len()];
+    let Some(main) = g.node_indices().find(|n| g[*n] == ThreadId::MAIN) else {
+        return roots;
+    };
+    for child in g.neighbors(main) {
+        for n in Dfs::new(g, child).iter(g) {
+            if let Some(r) = roots.get_mut(g[n].0 as usize)
+                && g[n] != ThreadId::MAIN
+            {
+                r.insert(g[child]);
             }
-        }
-    }
-    let mut roots: Vec<BitSet<ThreadId>> = vec![BitSet::new(); n];
-    for root in children.first().cloned().unwrap_or_default() {
-        let mut seen: FxHashSet<ThreadId> = FxHashSet::default();
-        let mut stack = vec![root];
-        while let Some(t) = stack.pop() {
-            if t == ThreadId::MAIN || !seen.insert(t) {
-                continue;
-            }
-            roots[t.0 as usize].insert(root);
-            stack.extend(children[t.0 as usize].iter().copied());
         }
     }
     roots
