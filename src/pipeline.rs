@@ -321,6 +321,17 @@ fn run<'p, B: Backend<'p>>(
             wait: None,
         });
     }
+    if let Some(loc) = races.byte_view {
+        imprecision.push(Imprecision {
+            reason: "a byte-wise access through an unresolved pointer may view an object of \
+                     another type (such pairs are not reported)"
+                .to_string(),
+            loc: Some(loc),
+            blocks_race: false,
+            blocks_no_race: true,
+            wait: None,
+        });
+    }
     imprecision.extend(features(
         program,
         roles,
@@ -542,6 +553,7 @@ fn empty<'p>(
             accesses: Vec::new(),
             races: Vec::new(),
             truncated: false,
+            byte_view: None,
         },
         deadlocks: deadlocks.then(DeadlockResult::default),
         imprecision,

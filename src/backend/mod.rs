@@ -127,8 +127,11 @@ pub enum TypeClass {
     Int(u64),
     /// A floating type of this many bytes.
     Float(u64),
-    /// A pointer.
+    /// A pointer to an object (or to `void`).
     Pointer,
+    /// A pointer to a function: never the same object as a data pointer (C11 §6.5p7, the
+    /// two are not compatible types).
+    FnPointer,
     /// A struct or union.
     Comp(CompId),
 }
@@ -144,6 +147,9 @@ impl TypeClass {
             },
             TypeKind::Float(_) | TypeKind::Complex(_) => {
                 TypeClass::Float(types.size_of(ty).unwrap_or(0))
+            }
+            TypeKind::Pointer(p) if matches!(types.kind(*p), TypeKind::Function(_)) => {
+                TypeClass::FnPointer
             }
             TypeKind::Pointer(_) | TypeKind::Function(_) => TypeClass::Pointer,
             TypeKind::Array { elem, .. } => TypeClass::of(types, *elem),

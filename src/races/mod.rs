@@ -30,7 +30,7 @@ use crate::backend::{
     AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Target, TypeClass,
 };
 use crate::context::{FnCtxId, ThreadId};
-use crate::ir::types::{CompId, TypeKind, TypeTable};
+use crate::ir::types::{CompId, IntKind, TypeKind, TypeTable};
 use crate::ir::{EdgeId, FuncId, Host, Loc, Program};
 use crate::lockset::{Held, Inherited, LocksAt, LocksetResult, sets_exclude, sets_may_share};
 use crate::mhp::{self, ActiveAt, MhpResult, Point, ThreadFacts};
@@ -127,6 +127,9 @@ pub struct RaceResult<'p> {
     pub races: Vec<Race>,
     /// Whether [`MAX_PAIR_CHECKS`] cut the search short.
     pub truncated: bool,
+    /// Where a byte-wise access through an unresolved pointer would race with an access of
+    /// another type ([`byte_view`]): not reported, but it may hide a race (no `no-race`).
+    pub byte_view: Option<crate::ir::Loc>,
 }
 
 /// What race detection needs from the earlier phases.
@@ -203,7 +206,10 @@ impl CompContents<'_> {
     /// - members of one struct at disjoint bytes never overlap;
     /// - members of two structs overlap only when one struct holds the other;
     /// - a member of `S` is never in a declared object whose type neither is nor holds an `S`
-    ///   (character arrays excepted: they may hold anything).
+    ///   (character arrays excepted: they may hold anything);
+    /// - nor in a whole object accessed through a `struct D *` (a library call's argument,
+    ///   a struct copy) unless `D` holds `S`, or `S` holds a `D` at bytes the member
+    ///   overlaps.
     fn member_may_overlap(&mut self, a: &Signature, b: &Signature) -> bool {
         match (a.member, b.member) {
             (Some((ca, ra)), Some((cb, rb))) => {
@@ -217,7 +223,23 @@ impl CompContents<'_> {
             (Some((c, _)), None) | (None, Some((c, _))) => {
                 let other = if a.member.is_some() { b } else { a };
                 match other.declared {
-                    Some(TypeClass::Any) | None => {}
+                    Some(TypeClass::Any) => {}
+                    // A whole object accessed through a `struct D *` is a `D`: it holds the
+                    // member's struct or lies inside one.
+                    None => {
+                        if let TypeClass::Comp(d) = other.class
+                            && !self.holds(d, c)
+                        {
+                            let range = if a.member.is_some() {
+                                range_of_member(a)
+                            } else {
+                                range_of_member(b)
+                            };
+                            if !self.holds(c, d) || !self.inside_overlaps(c, d, range) {
+                                return false;
+                            }
+                        }
+                    }
                     Some(TypeClass::Comp(d)) => {
                         if !self.holds(d, c) {
                             return false;
@@ -229,6 +251,42 @@ impl CompContents<'_> {
             (None, None) => {}
         }
         true
+    }
+
+    /// Whether a sub-object of struct `d` inside struct `c` (`c` ≠ `d`) may overlap the bytes
+    /// `r` of `c` (offsets from the start of `c`, `[lo, hi)`). An array of structs holding a
+    /// `d` counts as a whole.
+    fn inside_overlaps(&mut self, c: CompId, d: CompId, r: ByteRange) -> bool {
+        let types = self.types;
+        for f in &types.comp(c).fields {
+            let TypeClass::Comp(inner) = TypeClass::of(types, f.ty) else {
+                continue;
+            };
+            if !self.holds(inner, d) {
+                continue;
+            }
+            let Some(size) = types.size_of(f.ty) else {
+                return true;
+            };
+            let field = ByteRange {
+                lo: f.offset,
+                hi: f.offset.saturating_add(size),
+            };
+            if !field.overlaps(&r) {
+                continue;
+            }
+            if inner == d || matches!(types.kind(f.ty), TypeKind::Array { .. }) {
+                return true;
+            }
+            let inner_range = ByteRange {
+                lo: r.lo.saturating_sub(f.offset),
+                hi: r.hi.saturating_sub(f.offset),
+            };
+            if self.inside_overlaps(inner, d, inner_range) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether accesses of classes `a` and `b` may touch the same bytes.
@@ -266,6 +324,27 @@ struct Signature {
     /// type ([`TypeClass::of`]: arrays by their element).
     declared: Option<TypeClass>,
     slot: Option<slots::SlotKey>,
+    /// The access is of a character type (byte-wise, as `memset` or `strcpy` on a `char *`).
+    bytewise: bool,
+}
+
+/// Whether a pair of accesses, one through an unresolved pointer, can meet only if a byte-wise
+/// access (a character type) views an object of another, definite type: one side bytewise, the
+/// other of a class that is neither a character type nor `void`. C allows such views
+/// (C11 §6.5p7), but a pointer to characters that the analysis could not resolve is nearly
+/// always a string or buffer: the race search does not report these pairs, and the first one
+/// found blocks `no-race` ([`RaceResult::byte_view`]).
+fn byte_view(a: &Signature, b: &Signature) -> bool {
+    (a.bytewise && !b.bytewise && b.class != TypeClass::Any)
+        || (b.bytewise && !a.bytewise && a.class != TypeClass::Any)
+}
+
+/// Whether `ty` is a character type.
+fn is_char(types: &TypeTable, ty: crate::ir::TypeId) -> bool {
+    matches!(
+        types.kind(ty),
+        TypeKind::Int(IntKind::Char | IntKind::SChar | IntKind::UChar)
+    )
 }
 
 /// The struct `S` and the bytes `[lo, hi)` of it that a member access `p->f…` (with `p` a
@@ -428,6 +507,14 @@ pub fn detect<'p, B: Backend<'p>>(inp: &Inputs<'_, 'p, B>) -> RaceResult<'p> {
         .filter(|a| {
             !a.mem.unpublished || matches!(a.mem.target, Target::Addr(x) if keep.contains(&x.base))
         })
+        // An access the backend could not resolve, through a pointer that holds only the
+        // function's own unescaped objects, touches private memory.
+        .filter(|a| {
+            !matches!(a.mem.target, Target::Typed(_))
+                || !inp
+                    .escape
+                    .through_private_pointer(inp.program, a.func, &a.mem.site)
+        })
         .collect();
     detect_on(inp, accesses)
 }
@@ -458,6 +545,7 @@ fn detect_on<'p, B: Backend<'p>>(
             elem_member: element_member(program, &a.mem.site),
             declared: declared_class(program, a.mem.target),
             slot: a.slot,
+            bytewise: is_char(&program.types, a.mem.ty),
         };
         match sig_index.get(&s) {
             Some(&k) => sigs[k].1.push(i),
@@ -503,6 +591,7 @@ fn detect_on<'p, B: Backend<'p>>(
             }
         }
     }
+    let mut byte_view_at = None;
     if !typed.is_empty() {
         let mut contents = CompContents {
             types: &program.types,
@@ -547,6 +636,12 @@ fn detect_on<'p, B: Backend<'p>>(
                 if i_may && g.may.contains(&j) {
                     continue;
                 }
+                if byte_view(&sigs[i].0, &sigs[j].0) {
+                    if byte_view_at.is_none() && checker.check(&sigs[i].0, &sigs[j].0).is_some() {
+                        byte_view_at = sigs[i].1.first().map(|&x| accesses[x].loc);
+                    }
+                    continue;
+                }
                 if let Some((conf, reasons)) = checker.check(&sigs[i].0, &sigs[j].0) {
                     g.add(i, j, conf, reasons);
                     i_may = g.may.contains(&i);
@@ -567,6 +662,7 @@ fn detect_on<'p, B: Backend<'p>>(
         accesses,
         races,
         truncated: checker.truncated,
+        byte_view: byte_view_at,
     }
 }
 
@@ -634,6 +730,11 @@ impl LocRaces {
 enum LocKey {
     Base(Base, ByteRange),
     Typed(TypeClass),
+}
+
+/// The bytes of its struct a member access touches (all of them when unknown).
+fn range_of_member(s: &Signature) -> ByteRange {
+    s.member.map_or(ByteRange::ALL, |(_, r)| r)
 }
 
 fn range_of(s: &Signature) -> ByteRange {

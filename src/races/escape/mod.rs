@@ -51,6 +51,8 @@ pub struct Escape {
     locals: FxHashSet<(FuncId, LocalId)>,
     /// Allocation calls whose objects never escape ([`flow`]).
     private_sites: FxHashSet<(FuncId, crate::ir::EdgeId)>,
+    /// Pointer locals that point only to private objects of their function ([`flow`]).
+    private_pointers: FxHashSet<(FuncId, LocalId)>,
     unknown_pointer_source: bool,
     /// Globals with external linkage, when code we do not see can hand out pointers: an unknown
     /// external function returns a pointer (`struct S *getS(void)` may return `&s`).
@@ -117,6 +119,7 @@ impl Escape {
         let flow = flow::compute(program, roles);
         esc.locals = flow.escaped_locals;
         esc.private_sites = flow.private_sites;
+        esc.private_pointers = flow.private_pointers;
         if esc.unknown_pointer_source {
             esc.external = program
                 .globals
@@ -170,6 +173,56 @@ impl Escape {
             Base::Heap { func, edge, .. } => self.private_sites.contains(&(*func, *edge)),
             _ => false,
         }
+    }
+}
+
+impl Escape {
+    /// Whether an access at `site` of function `func` goes through a pointer local that
+    /// points only to the function's own objects that never escape (`p->f`, `p[i]`,
+    /// `memset(p + k, ..)` with `p = malloc(..)` or `p = &buf[0]` of a private `buf`): the
+    /// bytes it touches are private, even when the backend could not name the object.
+    pub fn through_private_pointer(
+        &self,
+        program: &Program,
+        func: FuncId,
+        site: &crate::backend::AccessSite<'_>,
+    ) -> bool {
+        let pointer = match site {
+            crate::backend::AccessSite::Lval(lv) => match &lv.host {
+                Host::Deref(e) => e.as_ref(),
+                Host::Var(_) => return false,
+            },
+            crate::backend::AccessSite::Pointee(p) => p,
+            crate::backend::AccessSite::Hidden(_) => return false,
+        };
+        base_local(program, pointer).is_some_and(|l| self.private_pointers.contains(&(func, l)))
+    }
+}
+
+/// The pointer local an address is computed from: `p`, `p + k`, `p - k`, `&p->f`, `&p[k]`,
+/// with conversions between pointer types only (an address made from an integer, as
+/// `(struct s *)u`, comes from nowhere the flow follows).
+fn base_local(program: &Program, e: &Expr) -> Option<LocalId> {
+    let is_pointer = |x: &Expr| {
+        matches!(
+            program.types.kind(x.ty),
+            crate::ir::types::TypeKind::Pointer(_) | crate::ir::types::TypeKind::Array { .. }
+        )
+    };
+    if !is_pointer(e) {
+        return None;
+    }
+    match &e.kind {
+        ExprKind::Cast(inner) => base_local(program, inner),
+        ExprKind::Load(lv) => crate::ir::visit::whole_local(lv),
+        ExprKind::Binary(crate::ir::BinOp::PtrAdd | crate::ir::BinOp::PtrSub, p, _) => {
+            base_local(program, p)
+        }
+        ExprKind::AddrOf(lv) => match &lv.host {
+            Host::Deref(p) => base_local(program, p),
+            Host::Var(_) => None,
+        },
+        _ => None,
     }
 }
 
