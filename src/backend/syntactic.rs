@@ -334,7 +334,7 @@ fn signature_compatible(types: &TypeTable, a: TypeId, b: TypeId) -> bool {
                 _ => Some(TypeClass::of(types, t)),
             };
             x.params.len() == y.params.len()
-                && class(x.ret).is_none() == class(y.ret).is_none()
+                && class(x.ret) == class(y.ret)
                 && x.params
                     .iter()
                     .zip(y.params.iter())

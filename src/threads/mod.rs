@@ -7,8 +7,9 @@
 //!
 //! A thread is **unique** when it is created at most once: exactly one parent, the parent is
 //! unique and not on a cycle, and the create statement runs at most once per run of the parent
-//! (not in a loop, in a function reached once: a wrapper called from two sites or in a loop makes
-//! it non-unique, as does recursion). Seed 001 §7; `notes/racerf-goblint.md` §1.5 (which RacerF
+//! with this entry function (not in a loop, in a function reached once: a wrapper called from
+//! two sites with the same function or in a loop makes it non-unique, as does recursion; a
+//! wrapper called once per function, `run_thread(rx); run_thread(tx);`, starts each once). Seed 001 §7; `notes/racerf-goblint.md` §1.5 (which RacerF
 //! misses for wrappers).
 
 pub mod fork;
@@ -333,8 +334,10 @@ impl ThreadGraph {
                 threads.push(t);
             }
         }
-        // Multiplicity of each create site in each thread: (thread, site) -> mult.
-        let mut site_mult: FxHashMap<(ThreadId, CallSite), Mult> = FxHashMap::default();
+        // Multiplicity of each create site in each thread, per function it starts there:
+        // (thread, site, entry) -> mult. A wrapper called from several places starts each
+        // function only where the calling context passes it.
+        let mut site_mult: FxHashMap<(ThreadId, CallSite, FuncId), Mult> = FxHashMap::default();
         let mut loops = LoopCache::default();
         let mut truncated = false;
         let mut next = 0;
@@ -395,8 +398,6 @@ impl ThreadGraph {
                 let in_loop = loops.edge_in_loop(program, site.func, site.edge);
                 let m = mult[c.0 as usize];
                 let m = if in_loop { mult_add(m, m) } else { m };
-                let sm = site_mult.entry((tid, site)).or_insert(0);
-                *sm = mult_add(*sm, m);
                 let mut started: Vec<(FuncId, bool, bool, bool)> = Vec::new();
                 for (entry_expr, deep, signal, unseen) in started_by(program, roles, site) {
                     let ctx = tc.context(c, site.edge);
@@ -408,9 +409,15 @@ impl ThreadGraph {
                             .map(|f| (*f, targets.exact && !unseen, signal, unseen)),
                     );
                 }
+                let mut counted: Vec<FuncId> = Vec::new();
                 for (f, exact, signal, unseen) in started {
                     if program.function(f).body.is_none() {
                         continue;
+                    }
+                    if !counted.contains(&f) {
+                        counted.push(f);
+                        let sm = site_mult.entry((tid, site, f)).or_insert(0);
+                        *sm = mult_add(*sm, m);
                     }
                     let child = match by_key.get(&(f, site)) {
                         Some(&t) => t,
@@ -479,7 +486,9 @@ impl ThreadGraph {
                     let parent = &threads[p.0 as usize];
                     parent.unique
                         && !parent.in_cycle
-                        && site.is_some_and(|s| site_mult.get(&(*p, s)).copied().unwrap_or(0) <= 1)
+                        && site.is_some_and(|s| {
+                            site_mult.get(&(*p, s, t.entry)).copied().unwrap_or(0) <= 1
+                        })
                 });
             threads[i].unique = unique;
         }
