@@ -332,6 +332,17 @@ fn run<'p, B: Backend<'p>>(
             wait: None,
         });
     }
+    if let Some(loc) = races.opaque {
+        imprecision.push(Imprecision {
+            reason: "a library or unknown function accesses an object of unknown type through \
+                     a `void *` the analysis could not resolve (its pairs are not reported)"
+                .to_string(),
+            loc: Some(loc),
+            blocks_race: false,
+            blocks_no_race: true,
+            wait: None,
+        });
+    }
     imprecision.extend(features(
         program,
         roles,
@@ -554,6 +565,7 @@ fn empty<'p>(
             races: Vec::new(),
             truncated: false,
             byte_view: None,
+            opaque: None,
         },
         deadlocks: deadlocks.then(DeadlockResult::default),
         imprecision,

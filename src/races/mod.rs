@@ -130,6 +130,9 @@ pub struct RaceResult<'p> {
     /// Where a byte-wise access through an unresolved pointer would race with an access of
     /// another type ([`byte_view`]): not reported, but it may hide a race (no `no-race`).
     pub byte_view: Option<crate::ir::Loc>,
+    /// Where an opaque access ([`Signature::opaque`]) would race: not reported, but it may
+    /// hide a race (no `no-race`).
+    pub opaque: Option<crate::ir::Loc>,
 }
 
 /// What race detection needs from the earlier phases.
@@ -326,6 +329,11 @@ struct Signature {
     slot: Option<slots::SlotKey>,
     /// The access is of a character type (byte-wise, as `memset` or `strcpy` on a `char *`).
     bytewise: bool,
+    /// Neither the object nor its type is known: a library or unknown function's access
+    /// through a `void *` the analysis could not resolve (`memset(p, ..)`, `unknown(arena)`
+    /// with `void *p`). Such an access says nothing a reader could check; its pairs are not
+    /// reported and block `no-race` ([`RaceResult::opaque`]).
+    opaque: bool,
 }
 
 /// Whether a pair of accesses, one through an unresolved pointer, can meet only if a byte-wise
@@ -546,6 +554,8 @@ fn detect_on<'p, B: Backend<'p>>(
             declared: declared_class(program, a.mem.target),
             slot: a.slot,
             bytewise: is_char(&program.types, a.mem.ty),
+            opaque: matches!(a.mem.target, Target::Typed(_))
+                && matches!(program.types.kind(a.mem.ty), TypeKind::Void),
         };
         match sig_index.get(&s) {
             Some(&k) => sigs[k].1.push(i),
@@ -592,6 +602,7 @@ fn detect_on<'p, B: Backend<'p>>(
         }
     }
     let mut byte_view_at = None;
+    let mut opaque_at = None;
     if !typed.is_empty() {
         let mut contents = CompContents {
             types: &program.types,
@@ -636,6 +647,12 @@ fn detect_on<'p, B: Backend<'p>>(
                 if i_may && g.may.contains(&j) {
                     continue;
                 }
+                if sigs[i].0.opaque || sigs[j].0.opaque {
+                    if opaque_at.is_none() && checker.check(&sigs[i].0, &sigs[j].0).is_some() {
+                        opaque_at = sigs[i].1.first().map(|&x| accesses[x].loc);
+                    }
+                    continue;
+                }
                 if byte_view(&sigs[i].0, &sigs[j].0) {
                     if byte_view_at.is_none() && checker.check(&sigs[i].0, &sigs[j].0).is_some() {
                         byte_view_at = sigs[i].1.first().map(|&x| accesses[x].loc);
@@ -663,6 +680,7 @@ fn detect_on<'p, B: Backend<'p>>(
         races,
         truncated: checker.truncated,
         byte_view: byte_view_at,
+        opaque: opaque_at,
     }
 }
 
@@ -880,11 +898,18 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             if x.base != y.base || !x.range.overlaps(&y.range) {
                 return None;
             }
-            // Different members of the elements of one struct array.
-            if let (Some((sa, ra)), Some((sb, rb))) = (a.elem_member, b.elem_member)
-                && sa == sb
-                && !ra.overlaps(&rb)
-            {
+            // Different members of one struct: of the elements of one struct array
+            // (`a[i].f`, `a[j].g`), or through pointers to it (`p->f`, `a[j].g`). Each shape
+            // says the access touches those bytes of some object of the struct, and objects
+            // of one struct type do not partially overlap (C11 §6.5.2.3, see
+            // [`CompContents::member_may_overlap`]).
+            let shapes = |s: &Signature| [s.elem_member, s.member];
+            if shapes(a).iter().flatten().any(|(sa, ra)| {
+                shapes(b)
+                    .iter()
+                    .flatten()
+                    .any(|(sb, rb)| sa == sb && !ra.overlaps(rb))
+            }) {
                 return None;
             }
             if per_thread(inp.program, &x.base) && a.direct && b.direct {
