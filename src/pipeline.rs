@@ -321,23 +321,10 @@ fn run<'p, B: Backend<'p>>(
             wait: None,
         });
     }
-    if let Some(loc) = races.byte_view {
+    for (kind, loc) in &races.unreported {
         imprecision.push(Imprecision {
-            reason: "a byte-wise access through an unresolved pointer may view an object of \
-                     another type (such pairs are not reported)"
-                .to_string(),
-            loc: Some(loc),
-            blocks_race: false,
-            blocks_no_race: true,
-            wait: None,
-        });
-    }
-    if let Some(loc) = races.opaque {
-        imprecision.push(Imprecision {
-            reason: "a library or unknown function accesses an object of unknown type through \
-                     a `void *` the analysis could not resolve (its pairs are not reported)"
-                .to_string(),
-            loc: Some(loc),
+            reason: kind.reason().to_string(),
+            loc: Some(*loc),
             blocks_race: false,
             blocks_no_race: true,
             wait: None,
@@ -564,8 +551,7 @@ fn empty<'p>(
             accesses: Vec::new(),
             races: Vec::new(),
             truncated: false,
-            byte_view: None,
-            opaque: None,
+            unreported: Default::default(),
         },
         deadlocks: deadlocks.then(DeadlockResult::default),
         imprecision,

@@ -127,12 +127,46 @@ pub struct RaceResult<'p> {
     pub races: Vec<Race>,
     /// Whether [`MAX_PAIR_CHECKS`] cut the search short.
     pub truncated: bool,
-    /// Where a byte-wise access through an unresolved pointer would race with an access of
-    /// another type ([`byte_view`]): not reported, but it may hide a race (no `no-race`).
-    pub byte_view: Option<crate::ir::Loc>,
-    /// Where an opaque access ([`Signature::opaque`]) would race: not reported, but it may
-    /// hide a race (no `no-race`).
-    pub opaque: Option<crate::ir::Loc>,
+    /// For each kind of pair the search does not report ([`Unreported`]), where the first
+    /// such pair that would race is: it may hide a race (no `no-race`).
+    pub unreported: BTreeMap<Unreported, Loc>,
+}
+
+/// Pairs through unresolved pointers that the race search checks but does not report: they
+/// say nothing a reader could act on, and each kind found rules out `no-race`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Unreported {
+    /// A byte-wise access viewing an object of another type ([`byte_view`]).
+    ByteView,
+    /// An access whose object and type are both unknown ([`Signature::opaque`]).
+    Opaque,
+}
+
+impl Unreported {
+    /// The imprecision text.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unreported::ByteView => {
+                "a byte-wise access through an unresolved pointer may view an object of \
+                 another type (such pairs are not reported)"
+            }
+            Unreported::Opaque => {
+                "a library or unknown function accesses an object of unknown type through a \
+                 `void *` the analysis could not resolve (its pairs are not reported)"
+            }
+        }
+    }
+
+    /// The kind of a pair of signatures, if the search does not report it.
+    fn of(a: &Signature, b: &Signature) -> Option<Unreported> {
+        if a.opaque || b.opaque {
+            Some(Unreported::Opaque)
+        } else if byte_view(a, b) {
+            Some(Unreported::ByteView)
+        } else {
+            None
+        }
+    }
 }
 
 /// What race detection needs from the earlier phases.
@@ -223,7 +257,7 @@ impl CompContents<'_> {
                     return false;
                 }
             }
-            (Some((c, _)), None) | (None, Some((c, _))) => {
+            (Some((c, range)), None) | (None, Some((c, range))) => {
                 let other = if a.member.is_some() { b } else { a };
                 match other.declared {
                     Some(TypeClass::Any) => {}
@@ -232,15 +266,9 @@ impl CompContents<'_> {
                     None => {
                         if let TypeClass::Comp(d) = other.class
                             && !self.holds(d, c)
+                            && (!self.holds(c, d) || !self.inside_overlaps(c, d, range))
                         {
-                            let range = if a.member.is_some() {
-                                range_of_member(a)
-                            } else {
-                                range_of_member(b)
-                            };
-                            if !self.holds(c, d) || !self.inside_overlaps(c, d, range) {
-                                return false;
-                            }
+                            return false;
                         }
                     }
                     Some(TypeClass::Comp(d)) => {
@@ -332,7 +360,7 @@ struct Signature {
     /// Neither the object nor its type is known: a library or unknown function's access
     /// through a `void *` the analysis could not resolve (`memset(p, ..)`, `unknown(arena)`
     /// with `void *p`). Such an access says nothing a reader could check; its pairs are not
-    /// reported and block `no-race` ([`RaceResult::opaque`]).
+    /// reported and block `no-race` ([`Unreported::Opaque`]).
     opaque: bool,
 }
 
@@ -341,7 +369,7 @@ struct Signature {
 /// other of a class that is neither a character type nor `void`. C allows such views
 /// (C11 §6.5p7), but a pointer to characters that the analysis could not resolve is nearly
 /// always a string or buffer: the race search does not report these pairs, and the first one
-/// found blocks `no-race` ([`RaceResult::byte_view`]).
+/// found blocks `no-race` ([`Unreported::ByteView`]).
 fn byte_view(a: &Signature, b: &Signature) -> bool {
     (a.bytewise && !b.bytewise && b.class != TypeClass::Any)
         || (b.bytewise && !a.bytewise && a.class != TypeClass::Any)
@@ -601,8 +629,7 @@ fn detect_on<'p, B: Backend<'p>>(
             }
         }
     }
-    let mut byte_view_at = None;
-    let mut opaque_at = None;
+    let mut unreported = BTreeMap::new();
     if !typed.is_empty() {
         let mut contents = CompContents {
             types: &program.types,
@@ -647,15 +674,12 @@ fn detect_on<'p, B: Backend<'p>>(
                 if i_may && g.may.contains(&j) {
                     continue;
                 }
-                if sigs[i].0.opaque || sigs[j].0.opaque {
-                    if opaque_at.is_none() && checker.check(&sigs[i].0, &sigs[j].0).is_some() {
-                        opaque_at = sigs[i].1.first().map(|&x| accesses[x].loc);
-                    }
-                    continue;
-                }
-                if byte_view(&sigs[i].0, &sigs[j].0) {
-                    if byte_view_at.is_none() && checker.check(&sigs[i].0, &sigs[j].0).is_some() {
-                        byte_view_at = sigs[i].1.first().map(|&x| accesses[x].loc);
+                if let Some(kind) = Unreported::of(&sigs[i].0, &sigs[j].0) {
+                    if !unreported.contains_key(&kind)
+                        && checker.check(&sigs[i].0, &sigs[j].0).is_some()
+                        && let Some(&x) = sigs[i].1.first()
+                    {
+                        unreported.insert(kind, accesses[x].loc);
                     }
                     continue;
                 }
@@ -679,8 +703,7 @@ fn detect_on<'p, B: Backend<'p>>(
         accesses,
         races,
         truncated: checker.truncated,
-        byte_view: byte_view_at,
-        opaque: opaque_at,
+        unreported,
     }
 }
 
@@ -748,11 +771,6 @@ impl LocRaces {
 enum LocKey {
     Base(Base, ByteRange),
     Typed(TypeClass),
-}
-
-/// The bytes of its struct a member access touches (all of them when unknown).
-fn range_of_member(s: &Signature) -> ByteRange {
-    s.member.map_or(ByteRange::ALL, |(_, r)| r)
 }
 
 fn range_of(s: &Signature) -> ByteRange {

@@ -9,8 +9,8 @@
 //! unique and not on a cycle, and the create statement runs at most once per run of the parent
 //! with this entry function (not in a loop, in a function reached once: a wrapper called from
 //! two sites with the same function or in a loop makes it non-unique, as does recursion; a
-//! wrapper called once per function, `run_thread(rx); run_thread(tx);`, starts each once). Seed 001 §7; `notes/racerf-goblint.md` §1.5 (which RacerF
-//! misses for wrappers).
+//! wrapper called once per function, `run_thread(rx); run_thread(tx);`, starts each once).
+//! Seed 001 §7; `notes/racerf-goblint.md` §1.5 (which RacerF misses for wrappers).
 
 pub mod fork;
 
