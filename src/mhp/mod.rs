@@ -67,6 +67,12 @@ pub struct MhpFact {
     /// that id ends them (a thread created and joined in each iteration of a loop runs
     /// before the next iteration's; issue "Real programs", item 5).
     fresh: BitSet<ThreadId>,
+    /// Thread-id variables that hold one of several children, one per class of merged
+    /// paths (`switch (mode) { case A: pthread_create(&t, 0, a, 0); break; case B:
+    /// pthread_create(&t, 0, b, 0); ... } ... pthread_join(t, 0);`): a pair `(k, c)` says
+    /// that on every path, every running instance of `c` is the one whose id `k` holds, so
+    /// joining `k` ends `c`. Only for keys without an entry in `ids`.
+    alt_ids: SmallVec<[(IdKey, ThreadId); 2]>,
     /// Constraints of the paths on free locals (function, local): values every path of the
     /// fact allows (an over-approximation, to drop impossible paths) and values for which the
     /// certain path is taken (a witness set, non-empty while the fact is certain). A free
@@ -93,6 +99,7 @@ impl MhpFact {
             created_joined: BitSet::new(),
             joined_unknown: false,
             fresh: BitSet::new(),
+            alt_ids: SmallVec::new(),
             cons: SmallVec::new(),
             flags: SmallVec::new(),
             ret: None,
@@ -1009,6 +1016,7 @@ impl ActiveThreads<'_> {
                 f.fresh.remove(&t.id);
                 f.must_active.remove(&t.id);
                 f.ids.retain(|(_, x)| *x != t.id);
+                f.alt_ids.retain(|(_, x)| *x != t.id);
                 if t.unique {
                     f.joined.insert(t.id);
                 }
@@ -1069,6 +1077,46 @@ impl ActiveThreads<'_> {
         )
     }
 
+    /// At the return of a call that spawns a registry's callbacks as threads
+    /// ([`crate::ir::deferred`]: the [`crate::ir::deferred::SPAWN`] calls looping at the
+    /// call's source node), every one of them has ended: the library joins the threads it
+    /// started before it returns (FUSE's multithreaded loop joins its workers). Threads those
+    /// callbacks created may still run.
+    fn end_spawned(&mut self, f: &mut MhpFact, func: FuncId, edge: &Edge) {
+        let program = self.program;
+        let Some(cfg) = &program.function(func).body else {
+            return;
+        };
+        for (ei, e) in cfg.edges.iter().enumerate() {
+            if e.src != edge.src || e.dst != edge.src {
+                continue;
+            }
+            let Op::Call {
+                callee: Callee::Direct(g),
+                ..
+            } = &e.op
+            else {
+                continue;
+            };
+            if program.function(*g).name != crate::ir::deferred::SPAWN {
+                continue;
+            }
+            let site = CallSite {
+                func,
+                edge: EdgeId(ei as u32),
+            };
+            for t in self.graph.created_at(site) {
+                f.may_active.remove(&t.id);
+                f.must_active.remove(&t.id);
+                f.fresh.remove(&t.id);
+                f.alt_ids.retain(|(_, x)| *x != t.id);
+                if t.unique {
+                    f.joined.insert(t.id);
+                }
+            }
+        }
+    }
+
     fn free_of(&mut self, func: FuncId) -> &std::rc::Rc<FxHashSet<LocalId>> {
         let (program, roles) = (self.program, self.roles);
         self.free
@@ -1077,12 +1125,50 @@ impl ActiveThreads<'_> {
     }
 
     fn forget_key(&mut self, fact: &mut MhpFact, func: FuncId, lv: &Lval) {
-        if fact.ids.is_empty() {
+        if fact.ids.is_empty() && fact.alt_ids.is_empty() {
             return;
         }
         let roots = self.keys.keys_of_root(func, lv);
         fact.ids.retain(|(k, _)| !roots.contains(k));
+        fact.alt_ids.retain(|(k, _)| !roots.contains(k));
     }
+}
+
+/// The `alt_ids` of the merge of two classes of paths: per thread-id variable, the children
+/// it holds alone on one side (an `ids` entry of a fresh child, or an alternative) that do
+/// not run on a side where the variable does not hold them.
+fn merged_alternatives(a: &MhpFact, b: &MhpFact) -> SmallVec<[(IdKey, ThreadId); 2]> {
+    let held = |x: &MhpFact, k: IdKey| -> SmallVec<[ThreadId; 2]> {
+        x.ids
+            .iter()
+            .filter(|(y, c)| *y == k && x.fresh.contains(c))
+            .chain(x.alt_ids.iter().filter(|(y, _)| *y == k))
+            .map(|p| p.1)
+            .collect()
+    };
+    let mut out = SmallVec::new();
+    if a.alt_ids.is_empty() && b.alt_ids.is_empty() && a.ids == b.ids {
+        return out;
+    }
+    let mut keys: SmallVec<[IdKey; 4]> = (a.ids.iter().chain(&a.alt_ids))
+        .chain(b.ids.iter().chain(&b.alt_ids))
+        .map(|p| p.0)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    for k in keys {
+        let (ha, hb) = (held(a, k), held(b, k));
+        let mut all: SmallVec<[ThreadId; 4]> = ha.iter().chain(&hb).copied().collect();
+        all.sort();
+        all.dedup();
+        for c in all {
+            let alone = |x: &MhpFact, h: &[ThreadId]| h.contains(&c) || !x.may_active.contains(&c);
+            if alone(a, &ha) && alone(b, &hb) {
+                out.push((k, c));
+            }
+        }
+    }
+    out
 }
 
 impl Merge for MhpFact {
@@ -1093,6 +1179,7 @@ impl Merge for MhpFact {
         };
         let mut m = (*first).clone();
         for f in it {
+            let alt_ids = merged_alternatives(&m, f);
             // Fresh on the merged paths: fresh or not running on each of them.
             let fresh_or_idle =
                 |x: &MhpFact, c: &ThreadId| x.fresh.contains(c) || !x.may_active.contains(c);
@@ -1121,6 +1208,9 @@ impl Merge for MhpFact {
                 m.cons = hull;
             }
             m.ids.retain(|p| f.ids.contains(p));
+            m.alt_ids = alt_ids;
+            m.alt_ids
+                .retain(|(k, _)| !m.ids.iter().any(|(x, _)| x == k));
             m.joined = m.joined.intersection(&f.joined);
             m.created_joined = m.created_joined.intersection(&f.created_joined);
             m.joined_unknown |= f.joined_unknown;
@@ -1167,6 +1257,7 @@ impl Merge for MhpFact {
                 })
                 && (!o.certain || self.cons == o.cons)
                 && self.ids.iter().all(|p| o.ids.contains(p))
+                && self.alt_ids.iter().all(|p| o.alt_ids.contains(p))
                 && self.joined.is_subset(&o.joined)
                 && self.created_joined.is_subset(&o.created_joined)
                 && (self.joined_unknown || !o.joined_unknown)
@@ -1199,9 +1290,15 @@ impl ActiveThreads<'_> {
                         f.may_created.insert(t.id);
                         f.may_active.insert(t.id);
                         f.fresh.remove(&t.id);
+                        f.alt_ids.retain(|(_, x)| *x != t.id);
                         f.joined.remove(&t.id);
                         f.created_joined.remove(&t.id);
                     }
+                }
+                if let Some(Role::Library(spec)) = &role
+                    && !spec.spawns.is_empty()
+                {
+                    self.end_spawned(&mut f, func, edge);
                 }
                 match role {
                     Some(Role::ThreadCreate { thread_id, .. }) => {
@@ -1222,21 +1319,28 @@ impl ActiveThreads<'_> {
                             let idle = !f.may_active.contains(c);
                             if idle && exact && key.is_some() {
                                 f.fresh.insert(*c);
+                                // No other variable holds the running instance's id.
+                                f.ids.retain(|(_, x)| x != c);
                             } else {
                                 f.fresh.remove(c);
                             }
+                            f.alt_ids.retain(|(_, x)| x != c);
                             f.may_created.insert(*c);
                             f.may_active.insert(*c);
                             f.joined.remove(c);
                             f.created_joined.remove(c);
                         }
                         match (key, &target) {
-                            (Some(k), _) => f.ids.retain(|(x, _)| *x != k),
+                            (Some(k), _) => {
+                                f.ids.retain(|(x, _)| *x != k);
+                                f.alt_ids.retain(|(x, _)| *x != k);
+                            }
                             // A location without a key of its own (`&ids[i]`): forget
                             // what the keys of its variable held.
                             (None, Some((o, lv))) => {
                                 let roots = self.keys.keys_of_root(*o, lv);
                                 f.ids.retain(|(x, _)| !roots.contains(x));
+                                f.alt_ids.retain(|(x, _)| !roots.contains(x));
                             }
                             (None, None) => {}
                         }
@@ -1268,6 +1372,18 @@ impl ActiveThreads<'_> {
                             && self.graph.thread(c).unique
                         {
                             f.created_joined.insert(c);
+                        }
+                        // A variable holding one of several children (`alt_ids`): each of them
+                        // ends; the variable may also hold another thread's id, so the
+                        // rest is as for an unresolved id.
+                        if joined.is_none()
+                            && let Some(k) = key
+                        {
+                            for (_, c) in f.alt_ids.iter().filter(|(x, _)| *x == k) {
+                                f.may_active.remove(c);
+                                f.fresh.remove(c);
+                            }
+                            f.alt_ids.retain(|(x, _)| *x != k);
                         }
                         if joined.is_none() {
                             // A global location only one create writes, by any thread.
@@ -1311,12 +1427,21 @@ impl ActiveThreads<'_> {
                     Some(r) if r.ends_path() => return,
                     None => {
                         // An unknown function may join the threads whose ids it receives.
-                        for a in args.iter().filter(|_| !f.ids.is_empty()) {
-                            let child = self
-                                .keys
-                                .key_of_value(self.program, func, a)
-                                .and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
-                            if let Some(c) = child {
+                        for a in args
+                            .iter()
+                            .filter(|_| !f.ids.is_empty() || !f.alt_ids.is_empty())
+                        {
+                            let Some(k) = self.keys.key_of_value(self.program, func, a) else {
+                                continue;
+                            };
+                            let held: SmallVec<[ThreadId; 2]> = f
+                                .ids
+                                .iter()
+                                .chain(&f.alt_ids)
+                                .filter(|(x, _)| *x == k)
+                                .map(|p| p.1)
+                                .collect();
+                            for c in held {
                                 f.must_active.remove(&c);
                             }
                         }
@@ -1426,10 +1551,12 @@ impl FactAnalysis for ActiveThreads<'_> {
         f.flags.clear();
         f.ret = None;
         let caller = self.tc.ctx(at.ctx).func;
-        if !f.ids.is_empty() {
+        if !f.ids.is_empty() || !f.alt_ids.is_empty() {
             // The callee's locals are fresh; a parameter receiving a thread id the caller
-            // knows holds that thread's id (`join_it(id1)` with `join_it(pthread_t t)`).
+            // knows holds that thread's id (`join_it(id1)` with `join_it(pthread_t t)`), or
+            // one of several.
             let mut bound: SmallVec<[(IdKey, ThreadId); 2]> = SmallVec::new();
+            let mut bound_alt: SmallVec<[(IdKey, ThreadId); 2]> = SmallVec::new();
             if caller != target.func
                 && !callback
                 && let Op::Call { args, .. } = &edge.op
@@ -1437,18 +1564,22 @@ impl FactAnalysis for ActiveThreads<'_> {
                 let program = self.program;
                 let callee = program.function(target.func);
                 for (a, p) in args.iter().zip(&callee.params) {
-                    let child = self
-                        .keys
-                        .key_of_value(program, caller, a)
-                        .and_then(|k| f.ids.iter().find(|(x, _)| *x == k).map(|p| p.1));
-                    let Some(c) = child else { continue };
+                    let Some(ka) = self.keys.key_of_value(program, caller, a) else {
+                        continue;
+                    };
                     let lv = Lval {
                         host: Host::Var(Var::Local(*p)),
                         proj: Vec::new(),
                         ty: callee.local(*p).ty,
                     };
-                    if let Some(k) = self.keys.key(target.func, &lv) {
-                        bound.push((k, c));
+                    let Some(kp) = self.keys.key(target.func, &lv) else {
+                        continue;
+                    };
+                    if let Some(c) = f.ids.iter().find(|(x, _)| *x == ka).map(|p| p.1) {
+                        bound.push((kp, c));
+                    }
+                    for (_, c) in f.alt_ids.iter().filter(|(x, _)| *x == ka) {
+                        bound_alt.push((kp, *c));
                     }
                 }
             }
@@ -1457,6 +1588,12 @@ impl FactAnalysis for ActiveThreads<'_> {
             f.ids.extend(bound);
             f.ids.sort();
             f.ids.dedup_by_key(|(k, _)| *k);
+            f.alt_ids.retain(|(k, _)| !keys.owned_by(*k, target.func));
+            f.alt_ids.extend(bound_alt);
+            f.alt_ids.sort();
+            f.alt_ids.dedup();
+            let ids = &f.ids;
+            f.alt_ids.retain(|(k, _)| !ids.iter().any(|(x, _)| x == k));
         }
         f
     }
@@ -1490,9 +1627,10 @@ impl FactAnalysis for ActiveThreads<'_> {
             }
         }
         // The callee's locals are gone.
-        if func != target.func && !f.ids.is_empty() {
+        if func != target.func && (!f.ids.is_empty() || !f.alt_ids.is_empty()) {
             let keys = &self.keys;
             f.ids.retain(|(k, _)| !keys.owned_by(*k, target.func));
+            f.alt_ids.retain(|(k, _)| !keys.owned_by(*k, target.func));
         }
         if let Op::Call { dest: Some(d), .. } = &edge.op {
             self.forget_key(&mut f, func, d);

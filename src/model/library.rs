@@ -28,7 +28,7 @@
 //! | `format` | argument | a `printf`-style format string: the later arguments are dereferenced only for `%s` (read) and `%n` (written); a format that is not a literal reads every later pointer |
 //! | `callbacks` | list of tables | functions the call receives and runs (below) |
 //! | `drives` | list of registry names | the call runs the `later` callbacks registered with those registries (`exit` drives the registry `exit` of `atexit`) |
-//! | `spawns` | list of registry names | the call runs those registries' `later` callbacks in new threads, any number of them at once (FUSE's multithreaded loop) |
+//! | `spawns` | list of registry names | the call runs those registries' `later` callbacks in new threads, any number of them at once, and returns only after all of them have ended (FUSE's multithreaded loop joins its workers) |
 //! | `fill` | `"zero"` or `"argN"` | every written byte holds that byte value (`memset`, `bzero`): pointer fields of a zero fill are null, not pointers the library made up |
 //! | `noreturn` | bool | the function never returns (`exit`) |
 //! | `fork` | bool | the function creates a process and returns 0 in the child, whose only thread is the caller (`fork`): what the child does races with nothing of the parent |
@@ -303,8 +303,9 @@ pub struct LibSpec {
     /// Registries whose `later` callbacks it runs.
     #[serde(default)]
     pub drives: Vec<String>,
-    /// Registries whose `later` callbacks it runs in new threads, any number of them at once
-    /// (FUSE's multithreaded loop).
+    /// Registries whose `later` callbacks it runs in new threads, any number of them at once,
+    /// all of which have ended when the call returns (FUSE's multithreaded loop joins its
+    /// workers; threads the callbacks create may outlive it).
     #[serde(default)]
     pub spawns: Vec<String>,
     /// The byte value every written byte holds (`memset`, `bzero`).
