@@ -320,6 +320,32 @@ impl CompContents<'_> {
         false
     }
 
+    /// Whether an access to bytes `ra` of some object of struct `sa` and one to bytes `rb` of
+    /// some object of struct `sb` surely touch different bytes (C11 §6.5.2.3: objects of
+    /// struct types overlap only when one is a sub-object of the other, the premise of
+    /// [`CompContents::member_may_overlap`]): different members of one struct; structs
+    /// neither of which holds the other; or a struct that holds the other only at bytes the
+    /// access to it does not touch.
+    fn members_apart(
+        &mut self,
+        (sa, ra): (CompId, ByteRange),
+        (sb, rb): (CompId, ByteRange),
+    ) -> bool {
+        if sa == sb {
+            return !ra.overlaps(&rb);
+        }
+        let (a_holds, b_holds) = (self.holds(sa, sb), self.holds(sb, sa));
+        match (a_holds, b_holds) {
+            (false, false) => true,
+            // `sb` objects lie inside `sa` objects: none where the access to `sa` reaches.
+            (true, false) => !self.inside_overlaps(sa, sb, ra),
+            (false, true) => !self.inside_overlaps(sb, sa, rb),
+            // Each holds the other (through pointers to incomplete types, or a cycle the
+            // layout does not rule out): nothing is known.
+            (true, true) => false,
+        }
+    }
+
     /// Whether accesses of classes `a` and `b` may touch the same bytes.
     fn compatible(&mut self, a: TypeClass, b: TypeClass) -> bool {
         if a == b || a == TypeClass::Any || b == TypeClass::Any {
@@ -345,8 +371,9 @@ struct Signature {
     locks: std::sync::Arc<LocksAt>,
     active: std::sync::Arc<ActiveAt>,
     inst_locks: SmallVec<[InstLock; 1]>,
-    /// For an access through a pointer to a member (`p->f`, `p->a[i]`), the struct and the
-    /// bytes of it the member occupies ([`member_range`]).
+    /// For an access to a member through a pointer to a struct or of a global struct (`p->f`,
+    /// `p->a[i]`, `g.f`), the struct and the bytes of it the member occupies
+    /// ([`member_range`]).
     member: Option<(CompId, ByteRange)>,
     /// For an access to a member of an array element of struct type (`a[i].f`, `p->f`), the
     /// struct and the bytes of it touched ([`element_member`]).
@@ -384,19 +411,21 @@ fn is_char(types: &TypeTable, ty: crate::ir::TypeId) -> bool {
 }
 
 /// The struct `S` and the bytes `[lo, hi)` of it that a member access `p->f…` (with `p` a
-/// pointer to `S`) touches: field offsets, constant indices exactly, other indices the whole
-/// array. Two such accesses to disjoint bytes of `S` touch different bytes (C11 §6.5p7 and
+/// pointer to `S`) or `g.f…` (with `g` a global of type `S`) touches: field offsets, constant
+/// indices exactly, other indices the whole array. Two such accesses to disjoint bytes of `S` touch different bytes (C11 §6.5p7 and
 /// §6.5.2.3: a member is accessed inside an object of its struct type, and objects of one
 /// type do not partially overlap); Goblint distinguishes them the same way (`(struct S).f`).
 fn member_range(program: &Program, site: &AccessSite<'_>) -> Option<(CompId, ByteRange)> {
     let AccessSite::Lval(lv) = site else {
         return None;
     };
-    let Host::Deref(p) = &lv.host else {
-        return None;
-    };
     let types = &program.types;
-    let pointee = types.pointee(p.ty)?;
+    let pointee = match &lv.host {
+        Host::Deref(p) => types.pointee(p.ty)?,
+        // A member of a global struct: an object of that struct too.
+        Host::Var(crate::ir::Var::Global(g)) => program.global(*g).ty,
+        Host::Var(crate::ir::Var::Local(_)) => return None,
+    };
     let TypeKind::Comp(comp) = types.kind(pointee) else {
         return None;
     };
@@ -607,6 +636,10 @@ fn detect_on<'p, B: Backend<'p>>(
         checks: 0,
         truncated: false,
         held: held_for_life(inp.graph, inp.inherited, inp.thread_facts),
+        contents: CompContents {
+            types: &program.types,
+            memo: FxHashMap::default(),
+        },
     };
     let mut by_loc: BTreeMap<LocKey, LocRaces> = BTreeMap::new();
     for (base, ks) in &by_base {
@@ -805,6 +838,8 @@ struct Checker<'a, 'b, 'p, B: Backend<'p>> {
     truncated: bool,
     /// Per thread, the locks ancestors hold for its whole life (see [`held_for_life`]).
     held: Vec<Holders>,
+    /// Struct layouts, for the member shapes of accesses.
+    contents: CompContents<'p>,
 }
 
 /// Locks held for a thread's whole life, with the thread holding them.
@@ -922,11 +957,15 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             // of one struct type do not partially overlap (C11 §6.5.2.3, see
             // [`CompContents::member_may_overlap`]).
             let shapes = |s: &Signature| [s.elem_member, s.member];
-            if shapes(a).iter().flatten().any(|(sa, ra)| {
+            let contents = &mut self.contents;
+            // Both at exact bytes that overlap: the same bytes viewed through two struct
+            // types (type punning), which the layouts cannot rule out.
+            let punned = x.exact && y.exact;
+            if shapes(a).iter().flatten().any(|sx| {
                 shapes(b)
                     .iter()
                     .flatten()
-                    .any(|(sb, rb)| sa == sb && !ra.overlaps(rb))
+                    .any(|sy| (sx.0 == sy.0 || !punned) && contents.members_apart(*sx, *sy))
             }) {
                 return None;
             }

@@ -340,6 +340,10 @@ pub struct Interp<'a, 'p> {
     pub cur: (Stored, Option<Region>),
     /// The edge being interpreted (for the publication records).
     pub at_edge: Option<(FuncId, crate::ir::EdgeId)>,
+    /// The site whose recent object the value being assigned surely points into (set around
+    /// [`Interp::assign`] by its callers): stored into a pointer cell of another fresh
+    /// object, it stays unpublished there ([`super::publication::FreshObj::held_in`]).
+    pub cur_fresh: Option<Site>,
     /// The syntactic backend: the address-taken functions an indirect call through an
     /// unknown pointer may enter.
     pub fallback: &'a crate::backend::syntactic::Syntactic<'p>,
@@ -542,13 +546,36 @@ impl<'p> Interp<'_, 'p> {
         if matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
         }
+        let mut nested = None;
         if self.holder(&b).is_none() {
             // An address stored into the recent object of its own site (`p->self = p`) stays
-            // unpublished with it.
+            // unpublished with it; so does the recent object of another site stored into a
+            // pointer cell of it (`p->buf = q` with `q` fresh).
             let own = via.filter(|site| site_base(self.thread, *site) == b);
-            self.publish_carried(s, std::slice::from_ref(v), own, true);
+            nested = own.zip(self.cur_fresh).and_then(|(container, site)| {
+                let cell = off.as_constant()?;
+                let exact = !v.ptr.unknown
+                    && !v.ptr.targets().is_empty()
+                    && v.ptr
+                        .targets()
+                        .iter()
+                        .all(|(t, _)| *t == site_base(self.thread, site));
+                (site != container
+                    && exact
+                    && Some(size) == self.types().size_of(self.types().common.void_ptr)
+                    && s.publ.fresh(site).is_some())
+                .then_some((site, container, cell))
+            });
+            if let Some((site, container, cell)) = nested {
+                s.publ.unnest(site, container, cell);
+            }
+            let except: SmallVec<[Site; 2]> = own.into_iter().chain(nested.map(|n| n.0)).collect();
+            self.publish_carried(s, std::slice::from_ref(v), &except, true);
         }
         self.store_raw(s, b, off, size, v, strong, via);
+        if let Some((site, container, cell)) = nested {
+            s.publ.nest(site, container, cell);
+        }
     }
 
     /// [`Interp::store`] of a value that cannot be the address of an unpublished object (what a
@@ -566,6 +593,13 @@ impl<'p> Interp<'_, 'p> {
     ) {
         if matches!(b, Base::Func(_) | Base::Str(_)) {
             return;
+        }
+        // Pointer cells of a fresh object that held other fresh objects are overwritten.
+        if s.publ.fresh.iter().any(|f| !f.held_in.is_empty())
+            && let Some(site) = s.fresh_of(&b).map(|f| f.site)
+        {
+            let hi = off.hi().saturating_add(size.max(1) as i128);
+            s.publ.overwrite(site, off.lo(), hi, None);
         }
         match self.holder(&b) {
             Some(h) => {
@@ -642,13 +676,30 @@ impl<'p> Interp<'_, 'p> {
         let mut e = strip_casts(e);
         for _ in 0..16 {
             match &e.kind {
-                ExprKind::Load(lv) if lv.proj.is_empty() => {
+                ExprKind::Load(lv) if lv.proj.is_empty() && matches!(lv.host, Host::Var(_)) => {
                     return match lv.host {
                         Host::Var(Var::Local(l)) if !self.addr_taken.contains(&(func, l)) => {
                             s.publ.held_by((func, l))
                         }
                         _ => None,
                     };
+                }
+                // A pointer cell of a fresh object holding another one (`p->buf`).
+                ExprKind::Load(lv) => {
+                    if matches!(lv.host, Host::Var(_))
+                        || !s.publ.fresh.iter().any(|f| !f.held_in.is_empty())
+                    {
+                        return None;
+                    }
+                    let a = self.lval_addrs(s, func, lv);
+                    let container = a.recent?;
+                    let [(b, off)] = a.targets.as_slice() else {
+                        return None;
+                    };
+                    if a.unknown || *b != site_base(self.thread, container) {
+                        return None;
+                    }
+                    return s.publ.held_in(container, off.as_constant()?);
                 }
                 ExprKind::Binary(BinOp::PtrAdd | BinOp::PtrSub, a, _) => e = strip_casts(a),
                 ExprKind::AddrOf(lv) => match &lv.host {
@@ -692,34 +743,70 @@ impl<'p> Interp<'_, 'p> {
     /// `except`: a site whose object is not published by this (a store into itself);
     /// `store`: by a store to memory or a thread creation, which order the earlier accesses
     /// unless their statement races (else by a call that may keep the address).
-    fn publish_carried(&mut self, s: &mut State, vals: &[Val], except: Option<Site>, store: bool) {
+    fn publish_carried(&mut self, s: &mut State, vals: &[Val], except: &[Site], store: bool) {
         if s.publ.is_empty() {
             return;
         }
         let sites = s.publ.sites();
         let carried: SmallVec<[Site; 2]> = sites
             .into_iter()
-            .filter(|site| Some(*site) != except && vals.iter().any(|v| self.carries(v, *site)))
+            .filter(|site| !except.contains(site) && vals.iter().any(|v| self.carries(v, *site)))
             .collect();
-        if carried.is_empty() {
-            return;
-        }
-        if let Some((f, e)) = self.at_edge {
-            for site in &carried {
-                if s.publ.fresh(*site).is_some() {
-                    self.effects.published.insert((*site, f, e, store));
+        self.publish_sites(s, carried, store);
+    }
+
+    /// Publishes the objects of `carried`, and then the objects they held in their pointer
+    /// cells ([`super::publication::FreshObj::held_in`]), and so on.
+    fn publish_sites(&mut self, s: &mut State, mut carried: SmallVec<[Site; 2]>, store: bool) {
+        while !carried.is_empty() {
+            if let Some((f, e)) = self.at_edge {
+                for site in &carried {
+                    if s.publ.fresh(*site).is_some() {
+                        tracing::trace!(
+                            object = %self.program.function(site.0).name,
+                            alloc_edge = site.1.0,
+                            by = %self.program.function(f).name,
+                            edge = e.0,
+                            store,
+                            "object published"
+                        );
+                        self.effects.published.insert((*site, f, e, store));
+                    }
                 }
             }
+            for site in s.publish(|x| carried.contains(&x)) {
+                let b = site_base(self.thread, site);
+                let o = s.view(&b);
+                self.effects
+                    .stores
+                    .entry(b)
+                    .or_insert_with(Obj::empty)
+                    .join_with(&o, false);
+            }
+            carried = s
+                .publ
+                .take_orphans()
+                .iter()
+                .copied()
+                .filter(|x| s.publ.fresh(*x).is_some() || s.publ.pending.contains(x))
+                .collect();
         }
-        for site in s.publish(|x| carried.contains(&x)) {
-            let b = site_base(self.thread, site);
-            let o = s.view(&b);
-            self.effects
-                .stores
-                .entry(b)
-                .or_insert_with(Obj::empty)
-                .join_with(&o, false);
+    }
+
+    /// Publishes the orphans of `s` ([`super::publication::Publication::orphans`]): objects
+    /// whose container's fact ended. Called after each transfer.
+    pub fn publish_orphans(&mut self, s: &mut State) {
+        if s.publ.orphans.is_empty() {
+            return;
         }
+        let carried: SmallVec<[Site; 2]> = s
+            .publ
+            .take_orphans()
+            .iter()
+            .copied()
+            .filter(|x| s.publ.fresh(*x).is_some() || s.publ.pending.contains(x))
+            .collect();
+        self.publish_sites(s, carried, false);
     }
 
     /// The addresses `lv` designates in `s` (function `func`).
@@ -1446,7 +1533,7 @@ impl<'p> Interp<'_, 'p> {
                 .collect();
             // Creating a thread orders the creator's earlier accesses before the thread's.
             let ordered = matches!(role, Some(Role::ThreadCreate { .. }));
-            self.publish_carried(&mut out, &vals, None, ordered);
+            self.publish_carried(&mut out, &vals, &[], ordered);
         }
         match &role {
             Some(r) if r.ends_path() => return State::bottom(),
@@ -1558,7 +1645,7 @@ impl<'p> Interp<'_, 'p> {
                         func,
                         edge: at.edge,
                     };
-                    self.publish_carried(&mut out, &started, None, true);
+                    self.publish_carried(&mut out, &started, &[], true);
                     let argv = started.iter().fold(Val::bottom(), |a, v| a.join(v));
                     self.record_create(site, s, &argv);
                     out.multi = true;
@@ -1682,10 +1769,39 @@ impl<'p> Interp<'_, 'p> {
             } else {
                 Stored::Other
             };
+            // Where the result goes: a pointer cell of a fresh object (`p->buf = malloc(n)`).
+            let cell = match (&fresh, self.holder_lval(func, d)) {
+                (Some(_), None) => {
+                    let a = self.lval_addrs(&out, func, d);
+                    match (a.recent, a.targets.as_slice()) {
+                        (Some(c), [(b, off)])
+                            if !a.unknown
+                                && *b == site_base(self.thread, c)
+                                && Some(a.size)
+                                    == self.types().size_of(self.types().common.void_ptr) =>
+                        {
+                            off.as_constant().map(|o| (c, o))
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            if let (Some((site, _)), Some((c, o))) = (&fresh, cell) {
+                // Not published by this store: the new object is not fresh yet.
+                out.publ.unnest(*site, c, o);
+            }
             self.assign(&mut out, func, d, &v, stored);
-            if let (Some((site, recent)), Some(h)) = (fresh, self.holder_lval(func, d)) {
-                let pending = out.multi;
-                out.allocate(site, Some(h), recent, pending);
+            match (fresh, self.holder_lval(func, d), cell) {
+                (Some((site, recent)), Some(h), _) => {
+                    let pending = out.multi;
+                    out.allocate(site, Some(h), recent, pending);
+                }
+                (Some((site, recent)), None, Some((c, o))) if site != c => {
+                    let pending = out.multi;
+                    out.allocate_nested(site, c, o, recent, pending);
+                }
+                _ => {}
             }
         }
         out
@@ -1761,7 +1877,9 @@ impl<'p> Interp<'_, 'p> {
                             _ => SmallVec::new(),
                         };
                     let into = self.lval_region(d, func, lhs);
+                    self.cur_fresh = fresh;
                     self.assign(&mut s, func, lhs, &v, stored);
+                    self.cur_fresh = None;
                     if let Some((site, l)) = copy {
                         s.publ.add_holder(site, l);
                     }
@@ -2139,7 +2257,9 @@ impl<'p> Interp<'_, 'p> {
                 Some(f) => Stored::Fresh(f.links.clone()),
                 None => Stored::Other,
             };
+            self.cur_fresh = returned.filter(|site| s.publ.fresh(*site).is_some());
             self.assign(&mut s, caller, d, &v, stored);
+            self.cur_fresh = None;
             if let (Some(site), Some(h), false) = (
                 returned,
                 self.holder_lval(caller, d),

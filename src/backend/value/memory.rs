@@ -497,6 +497,24 @@ impl State {
             .insert(publication::site_base(self.frame.thread, site));
     }
 
+    /// A new object at `site` held in a cell of a fresh container
+    /// ([`Publication::allocate_nested`]).
+    pub fn allocate_nested(
+        &mut self,
+        site: publication::Site,
+        container: publication::Site,
+        off: i128,
+        recent: Obj,
+        pending: bool,
+    ) {
+        let ended = self
+            .publ
+            .allocate_nested(site, container, off, recent, pending);
+        self.fold(ended);
+        self.written
+            .insert(publication::site_base(self.frame.thread, site));
+    }
+
     /// Replaces the recent object of `site` (a write through one of its holders).
     pub fn set_recent(&mut self, site: publication::Site, o: Obj) {
         if let Some(f) = self.publ.fresh.iter_mut().find(|f| f.site == site) {

@@ -126,7 +126,9 @@ impl dataflow::Analysis for Solver<'_, '_, '_> {
     }
 
     fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &State) -> State {
-        self.0.transfer(at, edge, d)
+        let mut s = self.0.transfer(at, edge, d);
+        self.0.publish_orphans(&mut s);
+        s
     }
 
     fn callees(&mut self, at: At<'_>, edge: &Edge, d: &State) -> Callees {
@@ -134,7 +136,9 @@ impl dataflow::Analysis for Solver<'_, '_, '_> {
     }
 
     fn call_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &State) -> State {
-        self.0.call_entry(at, edge, target, d)
+        let mut s = self.0.call_entry(at, edge, target, d);
+        self.0.publish_orphans(&mut s);
+        s
     }
 
     fn call_return(
@@ -145,7 +149,9 @@ impl dataflow::Analysis for Solver<'_, '_, '_> {
         pre: &State,
         exit: &State,
     ) -> State {
-        self.0.call_return(at, edge, target, pre, exit)
+        let mut s = self.0.call_return(at, edge, target, pre, exit);
+        self.0.publish_orphans(&mut s);
+        s
     }
 }
 
@@ -212,6 +218,7 @@ impl<'p> ValueBackend<'p> {
             effects: interp::Effects::default(),
             cur: (regions::Stored::Other, None),
             at_edge: None,
+            cur_fresh: None,
             fallback: &self.syntactic,
         }
     }

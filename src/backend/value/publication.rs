@@ -50,6 +50,10 @@ pub type Site = (FuncId, EdgeId, Option<crate::context::CallSite>);
 /// A trackable local: a local of a function whose address is never taken.
 pub type Holder = (FuncId, LocalId);
 
+/// The size of a pointer cell ([`FreshObj::held_in`]), in bytes (LP64 and ILP32 alike are
+/// covered: a cell is only ever recorded at a pointer store of this many bytes).
+pub const POINTER_BYTES: i128 = 8;
+
 /// What is known about the most recent object of a site.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FreshObj {
@@ -65,11 +69,17 @@ pub struct FreshObj {
     /// Regions of the pointers stored into it ([`super::regions`]; may information, sorted):
     /// the object may enter only these regions.
     pub links: SmallVec<[Region; 1]>,
+    /// Pointer cells of other sites' recent objects that surely point into this object (must
+    /// information, sorted): `(container site, byte offset)`. A pointer stored into the
+    /// recent object of another site through one of its holders (`skb->data = malloc(n)`)
+    /// leaves the object unpublished while the container is; it is published when the
+    /// container's fact ends, or when the cell is overwritten with something else.
+    pub held_in: SmallVec<[(Site, i128); 1]>,
 }
 
 impl FreshObj {
     fn live(&self) -> bool {
-        !self.holders.is_empty() || self.ret
+        !self.holders.is_empty() || self.ret || !self.held_in.is_empty()
     }
 }
 
@@ -83,6 +93,11 @@ pub struct Publication {
     pub fresh: SmallVec<[FreshObj; 1]>,
     /// Sites with objects whose contents are not in the shared invariant yet.
     pub pending: SmallSet<Site>,
+    /// Sites whose objects must be published at the next opportunity
+    /// ([`super::interp::Interp`] does it after each transfer): a container of theirs
+    /// ([`FreshObj::held_in`]) ended, so their address may sit in memory the analysis no
+    /// longer follows.
+    pub orphans: SmallSet<Site>,
 }
 
 /// The heap base of `site` allocated by `thread`.
@@ -108,7 +123,54 @@ pub fn base_site(b: &Base) -> Option<Site> {
 impl Publication {
     /// Whether nothing is known (no fresh object, nothing pending).
     pub fn is_empty(&self) -> bool {
-        self.fresh.is_empty() && self.pending.is_empty()
+        self.fresh.is_empty() && self.pending.is_empty() && self.orphans.is_empty()
+    }
+
+    /// The site whose recent object the pointer cell at `off` of the recent object of
+    /// `container` surely points into ([`FreshObj::held_in`]).
+    pub fn held_in(&self, container: Site, off: i128) -> Option<Site> {
+        self.fresh
+            .iter()
+            .find(|f| f.held_in.contains(&(container, off)))
+            .map(|f| f.site)
+    }
+
+    /// The recent object of `site` is now surely pointed into by the cell at `off` of the
+    /// recent object of `container` (both fresh).
+    pub fn nest(&mut self, site: Site, container: Site, off: i128) {
+        if let Some(f) = self.fresh.iter_mut().find(|f| f.site == site) {
+            let pos = f.held_in.partition_point(|x| *x < (container, off));
+            if f.held_in.get(pos) != Some(&(container, off)) {
+                f.held_in.insert(pos, (container, off));
+            }
+        }
+    }
+
+    /// Bytes `[lo, hi)` of the recent object of `container` were written with something
+    /// else than the pointer a cell there held: the objects those cells pointed into become
+    /// orphans (their address may still be there, the write being weak or partial).
+    pub fn overwrite(&mut self, container: Site, lo: i128, hi: i128, keep: Option<(Site, i128)>) {
+        let mut hit: SmallVec<[Site; 1]> = SmallVec::new();
+        for f in self.fresh.iter_mut() {
+            let before = f.held_in.len();
+            f.held_in.retain(|(c, o)| {
+                *c != container
+                    || *o + POINTER_BYTES <= lo
+                    || *o >= hi
+                    || keep == Some((f.site, *o))
+            });
+            if f.held_in.len() != before {
+                hit.push(f.site);
+            }
+        }
+        for site in hit {
+            self.orphans.insert(site);
+        }
+    }
+
+    /// Takes the orphans (to be published).
+    pub fn take_orphans(&mut self) -> SmallSet<Site> {
+        std::mem::take(&mut self.orphans)
     }
 
     /// The fresh object of `site`.
@@ -124,9 +186,11 @@ impl Publication {
             .map(|f| f.site)
     }
 
-    /// Removes the facts for which `end` holds, returning them.
+    /// Removes the facts for which `end` holds, returning them. The objects they held in
+    /// their pointer cells ([`FreshObj::held_in`]) become orphans; those held nowhere else
+    /// end too.
     fn end(&mut self, end: impl Fn(&FreshObj) -> bool) -> SmallVec<[Ended; 1]> {
-        let mut out = SmallVec::new();
+        let mut out: SmallVec<[Ended; 1]> = SmallVec::new();
         if self.fresh.iter().any(&end) {
             self.fresh.retain(|f| {
                 if end(f) {
@@ -136,6 +200,26 @@ impl Publication {
                     true
                 }
             });
+        }
+        // Cascade: facts held in the cells of ended ones.
+        let mut i = 0;
+        while i < out.len() {
+            let gone = out[i].0;
+            i += 1;
+            let mut orphaned: SmallVec<[Site; 1]> = SmallVec::new();
+            for f in self.fresh.iter_mut() {
+                if f.held_in.iter().any(|(c, _)| *c == gone) {
+                    f.held_in.retain(|(c, _)| *c != gone);
+                    orphaned.push(f.site);
+                }
+            }
+            for site in orphaned {
+                self.orphans.insert(site);
+                if let Some(pos) = self.fresh.iter().position(|f| f.site == site && !f.live()) {
+                    let f = self.fresh.remove(pos);
+                    out.push((f.site, f.recent));
+                }
+            }
         }
         out
     }
@@ -161,6 +245,7 @@ impl Publication {
                     ret: false,
                     recent: Rc::new(recent),
                     links: SmallVec::new(),
+                    held_in: SmallVec::new(),
                 },
             );
         }
@@ -168,6 +253,46 @@ impl Publication {
             self.pending.insert(site);
         }
         ended
+    }
+
+    /// A new object at `site` whose address goes straight into the pointer cell at `off` of
+    /// the recent object of the fresh site `container` (`p->buf = malloc(n)`), no local
+    /// holding it. Returns the previous recent object of the site.
+    pub fn allocate_nested(
+        &mut self,
+        site: Site,
+        container: Site,
+        off: i128,
+        recent: Obj,
+        pending: bool,
+    ) -> SmallVec<[Ended; 1]> {
+        let ended = self.end(|f| f.site == site);
+        if self.fresh(container).is_some() {
+            let pos = self.fresh.partition_point(|f| f.site < site);
+            self.fresh.insert(
+                pos,
+                FreshObj {
+                    site,
+                    holders: SmallSet::new(),
+                    ret: false,
+                    recent: Rc::new(recent),
+                    links: SmallVec::new(),
+                    held_in: smallvec::smallvec![(container, off)],
+                },
+            );
+        }
+        if pending {
+            self.pending.insert(site);
+        }
+        ended
+    }
+
+    /// Forgets that the cell at `off` of `container`'s recent object points into `site`'s
+    /// (before the cell is written again with the same pointer).
+    pub fn unnest(&mut self, site: Site, container: Site, off: i128) {
+        if let Some(f) = self.fresh.iter_mut().find(|f| f.site == site) {
+            f.held_in.retain(|x| *x != (container, off));
+        }
     }
 
     /// Pointers from `regions` were stored into the recent object of `site`.
@@ -226,6 +351,7 @@ impl Publication {
         carried: impl Fn(Site) -> bool,
     ) -> (SmallVec<[Ended; 1]>, SmallVec<[Site; 1]>) {
         let ended = self.end(|o| carried(o.site));
+        self.orphans.retain(|s| !carried(*s));
         let mut flushed = SmallVec::new();
         if !self.pending.is_empty() {
             self.pending.retain(|s| {
@@ -264,6 +390,11 @@ impl Publication {
             self.pending = pending;
             changed = true;
         }
+        let orphans = self.orphans.union(&o.orphans);
+        if orphans != self.orphans {
+            self.orphans = orphans;
+            changed = true;
+        }
         if self.fresh == o.fresh {
             return (changed, SmallVec::new(), SmallVec::new());
         }
@@ -277,7 +408,20 @@ impl Publication {
             };
             let holders = f.holders.intersection(&g.holders);
             let ret = f.ret && g.ret;
-            if holders.is_empty() && !ret {
+            // Cells one side does not know may still hold the object: it is an orphan.
+            let held_in: SmallVec<[(Site, i128); 1]> = f
+                .held_in
+                .iter()
+                .filter(|x| g.held_in.contains(x))
+                .copied()
+                .collect();
+            if (held_in.len() != f.held_in.len() || held_in.len() != g.held_in.len())
+                && !self.orphans.contains(&f.site)
+            {
+                self.orphans.insert(f.site);
+                changed = true;
+            }
+            if holders.is_empty() && !ret && held_in.is_empty() {
                 mine_ended.push((f.site, f.recent.clone()));
                 theirs_ended.push((g.site, g.recent.clone()));
                 continue;
@@ -305,10 +449,34 @@ impl Publication {
                 ret,
                 recent,
                 links,
+                held_in,
             });
         }
         for g in &o.fresh {
             if !self.fresh.iter().any(|f| f.site == g.site) {
+                theirs_ended.push((g.site, g.recent.clone()));
+            }
+        }
+        // Cells of containers whose facts ended: their objects become orphans, and end when
+        // nothing else keeps them.
+        loop {
+            let sites: SmallVec<[Site; 4]> = out.iter().map(|f| f.site).collect();
+            for f in out.iter_mut() {
+                let before = f.held_in.len();
+                f.held_in.retain(|(c, _)| sites.contains(c));
+                if f.held_in.len() != before && !self.orphans.contains(&f.site) {
+                    self.orphans.insert(f.site);
+                    changed = true;
+                }
+            }
+            let Some(pos) = out.iter().position(|f| !f.live()) else {
+                break;
+            };
+            let f = out.remove(pos);
+            if let Some(m) = self.fresh.iter().find(|m| m.site == f.site) {
+                mine_ended.push((m.site, m.recent.clone()));
+            }
+            if let Some(g) = o.fresh.iter().find(|g| g.site == f.site) {
                 theirs_ended.push((g.site, g.recent.clone()));
             }
         }
@@ -360,6 +528,52 @@ mod tests {
         assert_eq!(a.held_by(Q), Some(S));
         assert_eq!(a.forget_holders(|h| h == Q).len(), 1);
         assert!(a.is_empty());
+    }
+
+    #[test]
+    fn nested_objects_follow_their_container() {
+        let mut a = Publication::default();
+        a.allocate(S, Some(P), Obj::empty(), false);
+        a.allocate(T, Some(Q), Obj::empty(), false);
+        a.nest(T, S, 16);
+        assert_eq!(a.held_in(S, 16), Some(T));
+        assert_eq!(a.held_in(S, 8), None);
+        // The local holding T goes: T is still held in S's cell.
+        assert!(a.forget_holders(|h| h == Q).is_empty());
+        assert_eq!(a.held_in(S, 16), Some(T));
+        assert!(a.orphans.is_empty());
+        // S's fact ends: T must be published, and nothing else keeps its fact.
+        let ended = a.forget_holders(|h| h == P);
+        assert_eq!(ended.len(), 2);
+        assert!(a.orphans.contains(&T));
+        assert!(a.fresh.is_empty());
+        assert_eq!(a.take_orphans().len(), 1);
+        assert!(a.is_empty());
+    }
+
+    #[test]
+    fn overwritten_and_unknown_cells_orphan_their_objects() {
+        let mut a = Publication::default();
+        a.allocate(S, Some(P), Obj::empty(), false);
+        a.allocate(T, Some(Q), Obj::empty(), false);
+        a.nest(T, S, 16);
+        // A write next to the cell leaves it.
+        a.overwrite(S, 8, 16, None);
+        assert!(a.orphans.is_empty());
+        // A write over part of it does not.
+        a.overwrite(S, 20, 22, None);
+        assert!(a.orphans.contains(&T));
+        assert_eq!(a.held_in(S, 16), None);
+        // Paths that disagree on the cell: an orphan too.
+        let mut b = Publication::default();
+        b.allocate(S, Some(P), Obj::empty(), false);
+        b.allocate(T, Some(Q), Obj::empty(), false);
+        b.nest(T, S, 16);
+        let mut c = b.clone();
+        c.overwrite(S, 16, 24, None);
+        c.take_orphans();
+        b.join_with(&c, false);
+        assert!(b.orphans.contains(&T));
     }
 
     #[test]
