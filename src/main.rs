@@ -229,7 +229,8 @@ struct CheckArgs {
     changed: bool,
     /// Report only the races and deadlocks that are new since the git revision REV: the
     /// program is also analysed as it is at REV (same options and database; files taken from
-    /// git) and what it already had, by fingerprint, is not reported.
+    /// git) and what it already had is not reported (same fingerprint, no access it did not
+    /// have: a race that gains an access is new).
     #[arg(long, value_name = "REV")]
     diff_base: Option<String>,
     /// Analyse only the program NAME of a compilation database with several programs: the
@@ -835,18 +836,20 @@ fn analyse_programs(
     reports
 }
 
-/// The fingerprints of the races and deadlocks of the program as it is at `rev`
-/// (`--diff-base`): analysed from a [`changes::Snapshot`] with the same options, or read from
-/// the snapshot's cache of an earlier run with the same tree, options, inputs and racedar.
-/// A program that does not load at `rev` (a syntax error then, say) has no fingerprints:
-/// every race is new, and a warning says why.
+/// The races and deadlocks of the program as it is at `rev` (`--diff-base`), as a baseline
+/// ([`suppress::Baseline`]: fingerprints, and per race the keys of its accesses, so that a
+/// race that gains an access, a write whose lock a change removed, say, is new although its
+/// racing pair is the old one): analysed from a [`changes::Snapshot`] with the same options,
+/// or read from the snapshot's cache of an earlier run with the same tree, options, inputs
+/// and racedar. A program that does not load at `rev` (a syntax error then, say) has an
+/// empty baseline: every race is new, and a warning says why.
 ///
 /// Errors: git's (not a repository, an unknown revision), as one line.
 fn base_fingerprints(
     args: &CheckArgs,
     opts: &AnalysisOptions,
     rev: &str,
-) -> Result<std::collections::BTreeSet<String>, String> {
+) -> Result<suppress::Baseline, String> {
     use sha2::Digest as _;
     let cache = (!args.no_cache)
         .then(frontend::ppcache::cache_root)
@@ -872,9 +875,9 @@ fn base_fingerprints(
     let key = frontend::ppcache::hex(&h.finalize()[..12]);
     let stored = snap.dir.join(format!(".racedar-fingerprints-{key}.json"));
     if let Ok(text) = std::fs::read_to_string(&stored)
-        && let Ok(fps) = serde_json::from_str::<std::collections::BTreeSet<String>>(&text)
+        && let Ok(base) = serde_json::from_str::<suppress::Baseline>(&text)
     {
-        return Ok(fps);
+        return Ok(base);
     }
     let programs = match load_programs(args, Some(&snap)) {
         Ok(p) => p,
@@ -882,28 +885,23 @@ fn base_fingerprints(
             eprintln!(
                 "racedar: warning: the program at {rev} does not load, every race is new: {e}"
             );
-            return Ok(Default::default());
+            return Ok(suppress::Baseline::default());
         }
     };
     let programs = select_programs(args, programs).unwrap_or_default();
-    let base = Report::of_programs(analyse_programs(programs, opts, false));
-    let fps: std::collections::BTreeSet<String> = base
-        .races
-        .iter()
-        .map(|r| r.fingerprint.clone())
-        .chain(
-            base.deadlocks
-                .iter()
-                .flatten()
-                .map(|d| d.fingerprint.clone()),
-        )
-        .collect();
-    if cache.is_some()
-        && let Ok(text) = serde_json::to_string(&fps)
-    {
-        let _ = std::fs::write(&stored, text);
+    let report = Report::of_programs(analyse_programs(programs, opts, false));
+    let mut base = suppress::Baseline::of(&report);
+    base.fingerprints.extend(
+        report
+            .deadlocks
+            .iter()
+            .flatten()
+            .map(|d| d.fingerprint.clone()),
+    );
+    if cache.is_some() {
+        let _ = std::fs::write(&stored, base.to_json());
     }
-    Ok(fps)
+    Ok(base)
 }
 
 /// The names `--program` accepts for a loaded program: its `main` unit's report name and that

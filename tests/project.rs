@@ -237,11 +237,12 @@ fn a_database_with_two_programs_analyses_each() {
     assert_eq!(code, Some(0));
 }
 
-/// `--diff-base HEAD` reports the races a change introduces, by fingerprint: a deleted
-/// lock/unlock pair (which changes no line of the racing accesses) is one new race, named
-/// with both programs that link the unit, exit 1; the same race once committed is not new
-/// (exit 0, counted as known); a harmless change that moves every line is nothing new; and
-/// after the fix nothing is reported.
+/// `--diff-base HEAD` reports the races a change introduces, by fingerprint and accesses: a
+/// deleted lock/unlock pair (which changes no line of the racing accesses) is one new race,
+/// named with both programs that link the unit, exit 1; the same race once committed is not
+/// new (exit 0, counted as known); a new access to the raced variable makes it new again; a
+/// harmless change that moves every line is nothing new; and after the fix nothing is
+/// reported.
 #[test]
 fn diff_base_reports_exactly_the_new_race() {
     if !have_git() {
@@ -272,6 +273,26 @@ fn diff_base_reports_exactly_the_new_race() {
     let (code, v) = check_in(repo, cache.path(), &["--diff-base", "HEAD"]);
     assert_eq!(code, Some(0), "{v}");
     assert_eq!(v["diff_base"]["known_races"], 1, "{v}");
+    // A new access to the raced variable (the workers now also read it, locked): the old
+    // race gains an access while its racing pair, and so its fingerprint, stays the old
+    // one; that is news.
+    let app = repo.join("app/main.c");
+    let main_c = std::fs::read_to_string(&app).expect("main.c");
+    assert!(main_c.contains("  counter_add(1);\n"));
+    std::fs::write(
+        &app,
+        main_c.replace(
+            "  counter_add(1);\n",
+            "  counter_add(1);\n  (void)counter_get();\n",
+        ),
+    )
+    .expect("write");
+    let (code, v) = check_in(repo, cache.path(), &["--diff-base", "HEAD"]);
+    assert_eq!(code, Some(1), "{v}");
+    let races = v["races"].as_array().expect("races");
+    assert_eq!(races.len(), 1, "{v}");
+    assert_eq!(races[0]["location"], "counter");
+    std::fs::write(&app, &main_c).expect("write");
     // The fix: nothing new either.
     std::fs::write(&lib, &original).expect("write");
     let (code, v) = check_in(repo, cache.path(), &["--diff-base", "HEAD"]);

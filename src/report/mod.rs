@@ -508,16 +508,18 @@ impl Report {
         out
     }
 
-    /// Keeps only the races and deadlocks whose fingerprints are not in `base` (those of the
-    /// program at revision `rev`) and records how many were left out.
-    pub fn only_new(&mut self, rev: &str, base: &std::collections::BTreeSet<String>) {
+    /// Keeps only the races and deadlocks that are new since revision `rev`, whose report
+    /// `base` summarises: a race is known when `base` covers it (its fingerprint, and no
+    /// access the race had then: [`suppress::Baseline::covers`]), a deadlock when its
+    /// fingerprint is listed. Records how many were left out.
+    pub fn only_new(&mut self, rev: &str, base: &suppress::Baseline) {
         let before = self.races.len();
-        self.races.retain(|r| !base.contains(&r.fingerprint));
+        self.races.retain(|r| !base.covers(r));
         let known_races = before - self.races.len();
         let mut known_deadlocks = 0;
         if let Some(ds) = &mut self.deadlocks {
             let before = ds.len();
-            ds.retain(|d| !base.contains(&d.fingerprint));
+            ds.retain(|d| !base.fingerprints.contains(&d.fingerprint));
             known_deadlocks = before - ds.len();
         }
         self.diff_base = Some(DiffBase {
