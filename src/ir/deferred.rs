@@ -11,7 +11,9 @@
 //! threads instead: the loop's edges call [`SPAWN`], a function the pass adds with the role of
 //! a thread creation (`SPAWN(0, callback, 0)`), so each callback is a thread created any number
 //! of times. A registry no call of the program drives runs its callbacks right after their
-//! registration instead.
+//! registration instead. Callbacks registered as `first` members (FUSE's `init`) run once, in
+//! the driving thread, before the loop node: the library runs them before any other callback
+//! of the registry.
 //!
 //! Registered functions are found syntactically: a function name (through casts), or, for a
 //! callback stored in an object (`deep`), the functions in the static initialiser of the global
@@ -107,6 +109,76 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
     (!out.is_empty()).then_some(out)
 }
 
+/// The functions stored in members named `names` of the struct argument `a` points to (the
+/// [`crate::model::library::Callback::first`] members): in the static initialiser of the
+/// global it points to or of any global of the struct type, or assigned to such a member.
+fn first_members(program: &Program, a: &super::Expr, names: &[String]) -> Vec<FuncId> {
+    let types = &program.types;
+    let named = |proj: &[super::expr::Proj]| {
+        proj.iter()
+            .rev()
+            .find_map(|p| match p {
+                super::expr::Proj::Field { comp, index } => types
+                    .comp(*comp)
+                    .fields
+                    .get(*index as usize)
+                    .and_then(|f| f.name.as_deref()),
+                _ => None,
+            })
+            .is_some_and(|n| names.iter().any(|x| x == n))
+    };
+    let inner = strip_casts(a);
+    let comp = [a.ty, inner.ty]
+        .iter()
+        .filter_map(|t| types.pointee(*t))
+        .find_map(|t| match types.kind(t) {
+            TypeKind::Comp(c) => Some(*c),
+            _ => None,
+        });
+    let mut out = Vec::new();
+    let mut from_init = |g: &super::Global| {
+        for item in &g.init {
+            if let super::InitValue::Expr(v) = &item.value
+                && named(&item.proj)
+                && let ExprKind::Func(f) = strip_casts(v).kind
+            {
+                out.push(f);
+            }
+        }
+    };
+    if let ExprKind::AddrOf(lv) = &inner.kind
+        && let Host::Var(Var::Global(g)) = lv.host
+    {
+        from_init(program.global(g));
+    }
+    if let Some(c) = comp {
+        for g in &program.globals {
+            if matches!(types.kind(g.ty), TypeKind::Comp(x) if *x == c) {
+                from_init(g);
+            }
+        }
+        for f in &program.functions {
+            let Some(cfg) = &f.body else { continue };
+            for e in &cfg.edges {
+                if let Op::Assign { lhs, rhs } = &e.op
+                    && lhs
+                        .proj
+                        .iter()
+                        .any(|p| matches!(p, super::expr::Proj::Field { comp, .. } if *comp == c))
+                    && named(&lhs.proj)
+                    && let ExprKind::Func(g) = strip_casts(rhs).kind
+                {
+                    out.push(g);
+                }
+            }
+        }
+    }
+    out.retain(|f| program.function(*f).body.is_some());
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A call edge of a function.
 type Site = (FuncId, EdgeId);
 
@@ -116,6 +188,8 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
     let main = program.function_by_name("main");
     // Registry → callbacks, and registrations per registry.
     let mut handlers: BTreeMap<String, Vec<FuncId>> = BTreeMap::new();
+    // Registry → callbacks that run once, first ([`crate::model::library::Callback::first`]).
+    let mut firsts: BTreeMap<String, Vec<FuncId>> = BTreeMap::new();
     let mut registrations: BTreeMap<String, Vec<Site>> = BTreeMap::new();
     let mut drivers: BTreeMap<String, Vec<Site>> = BTreeMap::new();
     let mut spawners: BTreeMap<String, Vec<Site>> = BTreeMap::new();
@@ -148,7 +222,21 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
                 };
                 let Some(a) = args.get(cb.arg) else { continue };
                 match registered(program, a, cb.deep) {
-                    Some(fs) => handlers.entry(registry.to_string()).or_default().extend(fs),
+                    Some(fs) => {
+                        let first = if cb.first.is_empty() {
+                            Vec::new()
+                        } else {
+                            first_members(program, a, cb.first)
+                        };
+                        handlers
+                            .entry(registry.to_string())
+                            .or_default()
+                            .extend(fs.into_iter().filter(|f| !first.contains(f)));
+                        firsts
+                            .entry(registry.to_string())
+                            .or_default()
+                            .extend(first);
+                    }
                     None => {
                         let name =
                             e.op.direct_callee()
@@ -171,7 +259,13 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
     // (site, after it, uncertain, spawned) → callbacks to insert there. Exit handlers surely
     // run at exit; a library need not run the callbacks it keeps.
     let mut insertions: BTreeMap<(Site, bool, bool, bool), Vec<FuncId>> = BTreeMap::new();
+    // (site, after it) → callbacks to run once before the loop there.
+    let mut preludes: BTreeMap<(Site, bool), Vec<FuncId>> = BTreeMap::new();
+    for registry in firsts.keys() {
+        handlers.entry(registry.clone()).or_default();
+    }
     for (registry, hs) in handlers {
+        let first = firsts.get(&registry).cloned().unwrap_or_default();
         let driven = drivers.get(&registry).filter(|d| !d.is_empty());
         let spawned = spawners.get(&registry).filter(|d| !d.is_empty());
         let mut at: Vec<(Site, bool, bool)> = Vec::new();
@@ -192,6 +286,12 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
                 .entry((site, after, uncertain, spawn))
                 .or_default()
                 .extend(hs.iter().copied());
+            if !first.is_empty() {
+                preludes
+                    .entry((site, after))
+                    .or_default()
+                    .extend(first.iter().copied());
+            }
         }
     }
     let n = insertions.len();
@@ -230,8 +330,24 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
                 },
             })
             .collect();
+        // The first callbacks run once, before the loop (direct calls in the driving
+        // thread, even where the others are spawned).
+        let prelude: Vec<Op> = preludes
+            .remove(&((func, edge), after))
+            .map(|mut fs| {
+                fs.sort();
+                fs.dedup();
+                fs.into_iter()
+                    .map(|h| Op::Call {
+                        dest: None,
+                        callee: Callee::Direct(h),
+                        args: Vec::new(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         if let Some(cfg) = program.functions[func.0 as usize].body.as_mut() {
-            insert_loop(cfg, edge, calls, after, uncertain);
+            insert_loop(cfg, edge, prelude, calls, after, uncertain);
         }
     }
     program.unsupported.extend(unsupported);
@@ -283,8 +399,16 @@ pub(crate) fn spawn_function(program: &mut Program, roles: &mut Roles) -> FuncId
 }
 
 /// Splits edge `e` with a node looping through the `calls` (before the edge's instruction, or
-/// `after` it); `uncertain`: the calls may not happen ([`super::cfg::Edge::uncertain`]).
-fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, calls: Vec<Op>, after: bool, uncertain: bool) {
+/// `after` it), entered through the `prelude` calls in sequence; `uncertain`: the calls may not
+/// happen ([`super::cfg::Edge::uncertain`]).
+fn insert_loop(
+    cfg: &mut super::Cfg,
+    e: EdgeId,
+    prelude: Vec<Op>,
+    calls: Vec<Op>,
+    after: bool,
+    uncertain: bool,
+) {
     let Some(edge) = cfg.edges.get(e.0 as usize).cloned() else {
         return;
     };
@@ -294,9 +418,38 @@ fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, calls: Vec<Op>, after: bool, unc
         ..Node::default()
     });
     let loc: Loc = edge.loc;
-    // The original edge ends at the loop node (before) or starts from it (after).
+    // From `from`, the prelude's calls in sequence, then the loop node.
+    let enter = |cfg: &mut super::Cfg, from: NodeId| {
+        let mut cur = from;
+        for op in prelude {
+            let n = NodeId(cfg.nodes.len() as u32);
+            cfg.nodes.push(Node::default());
+            cfg.edges.push(Edge {
+                src: cur,
+                dst: n,
+                op,
+                loc,
+                peel: edge.peel,
+                uncertain,
+            });
+            cur = n;
+        }
+        cfg.edges.push(Edge {
+            src: cur,
+            dst: l,
+            op: Op::Skip,
+            loc,
+            peel: edge.peel,
+            uncertain: false,
+        });
+    };
+    // The original edge ends before the prelude (after) or starts from the loop node
+    // (before).
     if after {
-        cfg.edges[e.0 as usize].dst = l;
+        let a = NodeId(cfg.nodes.len() as u32);
+        cfg.nodes.push(Node::default());
+        cfg.edges[e.0 as usize].dst = a;
+        enter(cfg, a);
         cfg.edges.push(Edge {
             src: l,
             dst: edge.dst,
@@ -307,14 +460,7 @@ fn insert_loop(cfg: &mut super::Cfg, e: EdgeId, calls: Vec<Op>, after: bool, unc
         });
     } else {
         cfg.edges[e.0 as usize].src = l;
-        cfg.edges.push(Edge {
-            src: edge.src,
-            dst: l,
-            op: Op::Skip,
-            loc,
-            peel: edge.peel,
-            uncertain: false,
-        });
+        enter(cfg, edge.src);
     }
     for op in calls {
         cfg.edges.push(Edge {

@@ -34,9 +34,12 @@
 //! | `fork` | bool | the function creates a process and returns 0 in the child, whose only thread is the caller (`fork`): what the child does races with nothing of the parent |
 //! | `hidden` | `"read"`, `"write"`, `"read-write"` | the call reads / writes the function's hidden state, the object `returns = "static"` points to (`localtime` writes it, `getenv` reads it; `role = "thread-unsafe"` is `"read-write"`) |
 //!
-//! A callback is `{ arg = K, runs = "...", params = [...], registry = "...", deep = bool }`:
-//! argument K is the function (with `deep = true`: a function pointer stored in the object
-//! argument K points to, as `sigaction`'s `struct sigaction`), and `runs` says when it runs:
+//! A callback is `{ arg = K, runs = "...", params = [...], registry = "...", deep = bool,
+//! first = [...] }`: argument K is the function (with `deep = true`: a function pointer stored
+//! in the object argument K points to, as `sigaction`'s `struct sigaction`), and `runs` says
+//! when it runs (`first`: members of that object whose functions run once, before the
+//! registry's other callbacks, in the thread of the driving or spawning call, as FUSE's
+//! `init`):
 //!
 //! | `runs` | the callback runs |
 //! |---|---|
@@ -255,6 +258,11 @@ pub struct Callback {
     /// For [`Runs::Later`]: the registry whose driving calls run it.
     #[serde(default)]
     pub registry: Option<String>,
+    /// For a `deep` [`Runs::Later`] callback: members of the pointed struct whose functions
+    /// run once, before the registry's other callbacks, in the thread of the call that drives
+    /// or spawns the registry (FUSE's `init`, answered before any other request).
+    #[serde(default)]
+    pub first: Vec<String>,
 }
 
 /// Argument-keyed tables of the TOML format (`{ 0 = "arg2" }`): keys are argument positions.

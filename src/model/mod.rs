@@ -758,6 +758,8 @@ pub struct CallbackUse<'r> {
     pub params: &'r [library::Param],
     /// The registry of a `later` callback.
     pub registry: Option<&'r str>,
+    /// Members whose functions run first, once ([`library::Callback::first`]).
+    pub first: &'r [String],
     /// Its position among the specification's callbacks ([`UNKNOWN_CALLBACK`] for an
     /// unknown function's).
     pub index: u8,
@@ -802,6 +804,7 @@ impl Roles {
                     deep: c.deep,
                     params: &c.params,
                     registry: c.registry.as_deref(),
+                    first: &c.first,
                     index: u8::try_from(i).unwrap_or(UNKNOWN_CALLBACK - 1),
                 })
                 .collect(),
@@ -828,6 +831,7 @@ impl Roles {
                             deep,
                             params: &[],
                             registry: None,
+                            first: &[],
                             index: UNKNOWN_CALLBACK,
                         })
                     })
