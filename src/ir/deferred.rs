@@ -51,12 +51,27 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
     if !deep {
         return None;
     }
+    let out = struct_functions(program, a, |_| true);
+    (!out.is_empty()).then_some(out)
+}
+
+/// The defined functions stored in the struct `a` points to, in members whose projection path
+/// `keep` accepts: in the static initialiser of the global `a` points to, in the initialisers
+/// of the globals of the struct type, and assigned to members of that type anywhere in the
+/// program (a table of operations chosen at run time). Sorted.
+fn struct_functions(
+    program: &Program,
+    a: &super::Expr,
+    keep: impl Fn(&[super::expr::Proj]) -> bool,
+) -> Vec<FuncId> {
+    let types = &program.types;
+    let inner = strip_casts(a);
     let mut out = Vec::new();
-    if let ExprKind::AddrOf(lv) = &inner.kind
-        && let Host::Var(Var::Global(g)) = lv.host
-    {
-        for item in &program.global(g).init {
-            if let super::InitValue::Expr(v) = &item.value {
+    let from_init = |g: &super::Global, out: &mut Vec<FuncId>| {
+        for item in &g.init {
+            if let super::InitValue::Expr(v) = &item.value
+                && keep(&item.proj)
+            {
                 walk_expr(v, &mut |x| {
                     if let ExprKind::Func(f) = x.kind {
                         out.push(f);
@@ -64,9 +79,12 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
                 });
             }
         }
+    };
+    if let ExprKind::AddrOf(lv) = &inner.kind
+        && let Host::Var(Var::Global(g)) = lv.host
+    {
+        from_init(program.global(g), &mut out);
     }
-    // Functions assigned to members of the pointed struct type, or in the initialisers of
-    // globals of that type (a table of operations chosen at run time).
     let comp = [a.ty, inner.ty]
         .iter()
         .filter_map(|t| types.pointee(*t))
@@ -77,15 +95,7 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
     if let Some(c) = comp {
         for g in &program.globals {
             if matches!(types.kind(g.ty), TypeKind::Comp(x) if *x == c) {
-                for item in &g.init {
-                    if let super::InitValue::Expr(v) = &item.value {
-                        walk_expr(v, &mut |x| {
-                            if let ExprKind::Func(f) = x.kind {
-                                out.push(f);
-                            }
-                        });
-                    }
-                }
+                from_init(g, &mut out);
             }
         }
         for f in &program.functions {
@@ -96,6 +106,7 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
                         .proj
                         .iter()
                         .any(|p| matches!(p, super::expr::Proj::Field { comp, .. } if *comp == c))
+                    && keep(&lhs.proj)
                     && let ExprKind::Func(g) = strip_casts(rhs).kind
                 {
                     out.push(g);
@@ -106,7 +117,7 @@ fn registered(program: &Program, a: &super::Expr, deep: bool) -> Option<Vec<Func
     out.retain(|f| program.function(*f).body.is_some());
     out.sort();
     out.dedup();
-    (!out.is_empty()).then_some(out)
+    out
 }
 
 /// The functions stored in members named `names` of the struct argument `a` points to (the
@@ -127,56 +138,7 @@ fn first_members(program: &Program, a: &super::Expr, names: &[String]) -> Vec<Fu
             })
             .is_some_and(|n| names.iter().any(|x| x == n))
     };
-    let inner = strip_casts(a);
-    let comp = [a.ty, inner.ty]
-        .iter()
-        .filter_map(|t| types.pointee(*t))
-        .find_map(|t| match types.kind(t) {
-            TypeKind::Comp(c) => Some(*c),
-            _ => None,
-        });
-    let mut out = Vec::new();
-    let mut from_init = |g: &super::Global| {
-        for item in &g.init {
-            if let super::InitValue::Expr(v) = &item.value
-                && named(&item.proj)
-                && let ExprKind::Func(f) = strip_casts(v).kind
-            {
-                out.push(f);
-            }
-        }
-    };
-    if let ExprKind::AddrOf(lv) = &inner.kind
-        && let Host::Var(Var::Global(g)) = lv.host
-    {
-        from_init(program.global(g));
-    }
-    if let Some(c) = comp {
-        for g in &program.globals {
-            if matches!(types.kind(g.ty), TypeKind::Comp(x) if *x == c) {
-                from_init(g);
-            }
-        }
-        for f in &program.functions {
-            let Some(cfg) = &f.body else { continue };
-            for e in &cfg.edges {
-                if let Op::Assign { lhs, rhs } = &e.op
-                    && lhs
-                        .proj
-                        .iter()
-                        .any(|p| matches!(p, super::expr::Proj::Field { comp, .. } if *comp == c))
-                    && named(&lhs.proj)
-                    && let ExprKind::Func(g) = strip_casts(rhs).kind
-                {
-                    out.push(g);
-                }
-            }
-        }
-    }
-    out.retain(|f| program.function(*f).body.is_some());
-    out.sort();
-    out.dedup();
-    out
+    struct_functions(program, a, named)
 }
 
 /// A call edge of a function.
