@@ -90,9 +90,21 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
     /// Adds a fact unless a fact of the set covers it (dropping the facts it covers); returns
     /// whether the set changed.
     pub fn insert(&mut self, f: F) -> bool {
-        if self.facts.iter().any(|g| g.covers(&f)) {
+        if self.covered(&f) {
             return false;
         }
+        self.insert_uncovered(f);
+        true
+    }
+
+    /// Whether a fact of the set covers `f`.
+    fn covered(&self, f: &F) -> bool {
+        self.facts.iter().any(|g| g.covers(f))
+    }
+
+    /// Adds `f`, which no fact of the set covers (dropping the facts it covers, folding when
+    /// the set grows past [`CAP`]).
+    fn insert_uncovered(&mut self, f: F) {
         self.facts.retain(|g| !f.covers(g));
         if self.facts.capacity() == 0 {
             // Most sets hold one fact: no room for more until needed.
@@ -112,7 +124,6 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
                 }
             };
         }
-        true
     }
 
     /// Whether every fact of `self` is covered by a fact of `o`.
@@ -127,7 +138,11 @@ impl<F: Clone + PartialEq + Merge> JoinSemiLattice for Powerset<F> {
     fn join(&mut self, other: &Self) -> bool {
         let mut changed = false;
         for f in &other.facts {
-            changed |= self.insert(f.clone());
+            // Covered facts (most, once a fixpoint nears) are not cloned.
+            if !self.covered(f) {
+                self.insert_uncovered(f.clone());
+                changed = true;
+            }
         }
         changed
     }
