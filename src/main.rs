@@ -607,7 +607,7 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         }
     }
     if let Some(rev) = &args.diff_base {
-        match base_fingerprints(args, &opts, rev) {
+        match baseline_at(args, &opts, rev) {
             Ok(base) => report.only_new(rev, &base),
             Err(e) => {
                 eprintln!("racedar: error: {e}");
@@ -845,7 +845,7 @@ fn analyse_programs(
 /// empty baseline: every race is new, and a warning says why.
 ///
 /// Errors: git's (not a repository, an unknown revision), as one line.
-fn base_fingerprints(
+fn baseline_at(
     args: &CheckArgs,
     opts: &AnalysisOptions,
     rev: &str,

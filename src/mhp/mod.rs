@@ -121,6 +121,20 @@ impl MhpFact {
         self.cons.sort_by_key(|(f, x, _, _)| (*f, *x));
     }
 
+    /// Every instance of child `c` has ended (a join loop or a spawning call undid its
+    /// create statements): none runs, no id variable holds a running one, and a unique one
+    /// is surely joined.
+    fn end_all(&mut self, c: ThreadId, unique: bool) {
+        self.may_active.remove(&c);
+        self.must_active.remove(&c);
+        self.fresh.remove(&c);
+        self.ids.retain(|(_, x)| *x != c);
+        self.alt_ids.retain(|(_, x)| *x != c);
+        if unique {
+            self.joined.insert(c);
+        }
+    }
+
     fn unconstrain(&mut self, func: FuncId, l: LocalId) {
         self.cons.retain(|(f, x, _, _)| !(*f == func && *x == l));
     }
@@ -1012,14 +1026,7 @@ impl ActiveThreads<'_> {
         };
         for &c in creates {
             for t in self.graph.created_at(CallSite { func, edge: c }) {
-                f.may_active.remove(&t.id);
-                f.fresh.remove(&t.id);
-                f.must_active.remove(&t.id);
-                f.ids.retain(|(_, x)| *x != t.id);
-                f.alt_ids.retain(|(_, x)| *x != t.id);
-                if t.unique {
-                    f.joined.insert(t.id);
-                }
+                f.end_all(t.id, t.unique);
             }
         }
     }
@@ -1087,8 +1094,9 @@ impl ActiveThreads<'_> {
         let Some(cfg) = &program.function(func).body else {
             return;
         };
-        for (ei, e) in cfg.edges.iter().enumerate() {
-            if e.src != edge.src || e.dst != edge.src {
+        for &ei in &cfg.node(edge.src).succs {
+            let e = cfg.edge(ei);
+            if e.dst != edge.src {
                 continue;
             }
             let Op::Call {
@@ -1101,18 +1109,8 @@ impl ActiveThreads<'_> {
             if program.function(*g).name != crate::ir::deferred::SPAWN {
                 continue;
             }
-            let site = CallSite {
-                func,
-                edge: EdgeId(ei as u32),
-            };
-            for t in self.graph.created_at(site) {
-                f.may_active.remove(&t.id);
-                f.must_active.remove(&t.id);
-                f.fresh.remove(&t.id);
-                f.alt_ids.retain(|(_, x)| *x != t.id);
-                if t.unique {
-                    f.joined.insert(t.id);
-                }
+            for t in self.graph.created_at(CallSite { func, edge: ei }) {
+                f.end_all(t.id, t.unique);
             }
         }
     }

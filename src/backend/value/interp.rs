@@ -391,6 +391,17 @@ pub fn truth(v: &Val) -> Bool3 {
     }
 }
 
+/// Takes the orphans of `s` whose objects still need publishing (fresh, or with contents not
+/// in the shared invariant yet).
+fn orphans_to_publish(s: &mut State) -> SmallVec<[Site; 2]> {
+    let orphans = s.publ.take_orphans();
+    orphans
+        .iter()
+        .copied()
+        .filter(|x| s.publ.fresh(*x).is_some() || s.publ.pending.contains(x))
+        .collect()
+}
+
 /// The result `r` of integer arithmetic on `operand`: an unknown address too when the operand
 /// may be an address, so an address laundered through integers is still seen to escape
 /// ([`super::publication`]).
@@ -562,7 +573,7 @@ impl<'p> Interp<'_, 'p> {
                         .all(|(t, _)| *t == site_base(self.thread, site));
                 (site != container
                     && exact
-                    && Some(size) == self.types().size_of(self.types().common.void_ptr)
+                    && self.pointer_sized(size)
                     && s.publ.fresh(site).is_some())
                 .then_some((site, container, cell))
             });
@@ -599,7 +610,7 @@ impl<'p> Interp<'_, 'p> {
             && let Some(site) = s.fresh_of(&b).map(|f| f.site)
         {
             let hi = off.hi().saturating_add(size.max(1) as i128);
-            s.publ.overwrite(site, off.lo(), hi, None);
+            s.publ.overwrite(site, off.lo(), hi);
         }
         match self.holder(&b) {
             Some(h) => {
@@ -676,9 +687,11 @@ impl<'p> Interp<'_, 'p> {
         let mut e = strip_casts(e);
         for _ in 0..16 {
             match &e.kind {
-                ExprKind::Load(lv) if lv.proj.is_empty() && matches!(lv.host, Host::Var(_)) => {
+                ExprKind::Load(lv) if matches!(lv.host, Host::Var(_)) => {
                     return match lv.host {
-                        Host::Var(Var::Local(l)) if !self.addr_taken.contains(&(func, l)) => {
+                        Host::Var(Var::Local(l))
+                            if lv.proj.is_empty() && !self.addr_taken.contains(&(func, l)) =>
+                        {
                             s.publ.held_by((func, l))
                         }
                         _ => None,
@@ -686,9 +699,7 @@ impl<'p> Interp<'_, 'p> {
                 }
                 // A pointer cell of a fresh object holding another one (`p->buf`).
                 ExprKind::Load(lv) => {
-                    if matches!(lv.host, Host::Var(_))
-                        || !s.publ.fresh.iter().any(|f| !f.held_in.is_empty())
-                    {
+                    if !s.publ.fresh.iter().any(|f| !f.held_in.is_empty()) {
                         return None;
                     }
                     let a = self.lval_addrs(s, func, lv);
@@ -783,13 +794,7 @@ impl<'p> Interp<'_, 'p> {
                     .or_insert_with(Obj::empty)
                     .join_with(&o, false);
             }
-            carried = s
-                .publ
-                .take_orphans()
-                .iter()
-                .copied()
-                .filter(|x| s.publ.fresh(*x).is_some() || s.publ.pending.contains(x))
-                .collect();
+            carried = orphans_to_publish(s);
         }
     }
 
@@ -799,14 +804,14 @@ impl<'p> Interp<'_, 'p> {
         if s.publ.orphans.is_empty() {
             return;
         }
-        let carried: SmallVec<[Site; 2]> = s
-            .publ
-            .take_orphans()
-            .iter()
-            .copied()
-            .filter(|x| s.publ.fresh(*x).is_some() || s.publ.pending.contains(x))
-            .collect();
+        let carried = orphans_to_publish(s);
         self.publish_sites(s, carried, false);
+    }
+
+    /// Whether `size` bytes are one pointer (a cell [`super::publication::FreshObj::held_in`]
+    /// records).
+    fn pointer_sized(&self, size: u64) -> bool {
+        Some(size) == self.types().size_of(self.types().common.void_ptr)
     }
 
     /// The addresses `lv` designates in `s` (function `func`).
@@ -1777,8 +1782,7 @@ impl<'p> Interp<'_, 'p> {
                         (Some(c), [(b, off)])
                             if !a.unknown
                                 && *b == site_base(self.thread, c)
-                                && Some(a.size)
-                                    == self.types().size_of(self.types().common.void_ptr) =>
+                                && self.pointer_sized(a.size) =>
                         {
                             off.as_constant().map(|o| (c, o))
                         }

@@ -149,16 +149,12 @@ impl Publication {
     /// Bytes `[lo, hi)` of the recent object of `container` were written with something
     /// else than the pointer a cell there held: the objects those cells pointed into become
     /// orphans (their address may still be there, the write being weak or partial).
-    pub fn overwrite(&mut self, container: Site, lo: i128, hi: i128, keep: Option<(Site, i128)>) {
+    pub fn overwrite(&mut self, container: Site, lo: i128, hi: i128) {
         let mut hit: SmallVec<[Site; 1]> = SmallVec::new();
         for f in self.fresh.iter_mut() {
             let before = f.held_in.len();
-            f.held_in.retain(|(c, o)| {
-                *c != container
-                    || *o + POINTER_BYTES <= lo
-                    || *o >= hi
-                    || keep == Some((f.site, *o))
-            });
+            f.held_in
+                .retain(|(c, o)| *c != container || *o + POINTER_BYTES <= lo || *o >= hi);
             if f.held_in.len() != before {
                 hit.push(f.site);
             }
@@ -558,10 +554,10 @@ mod tests {
         a.allocate(T, Some(Q), Obj::empty(), false);
         a.nest(T, S, 16);
         // A write next to the cell leaves it.
-        a.overwrite(S, 8, 16, None);
+        a.overwrite(S, 8, 16);
         assert!(a.orphans.is_empty());
         // A write over part of it does not.
-        a.overwrite(S, 20, 22, None);
+        a.overwrite(S, 20, 22);
         assert!(a.orphans.contains(&T));
         assert_eq!(a.held_in(S, 16), None);
         // Paths that disagree on the cell: an orphan too.
@@ -570,7 +566,7 @@ mod tests {
         b.allocate(T, Some(Q), Obj::empty(), false);
         b.nest(T, S, 16);
         let mut c = b.clone();
-        c.overwrite(S, 16, 24, None);
+        c.overwrite(S, 16, 24);
         c.take_orphans();
         b.join_with(&c, false);
         assert!(b.orphans.contains(&T));
