@@ -41,6 +41,7 @@ pub mod model;
 pub mod pipeline;
 pub mod races;
 pub mod report;
+pub mod semaphores;
 pub mod stack;
 pub mod stats;
 pub mod threads;

@@ -888,7 +888,9 @@ fn features<'p, B: Backend<'p>>(
                                     crate::ir::EdgeId(ei as u32),
                                 ) =>
                             {
-                                ("semaphores order and exclude threads", false, true)
+                                let e = crate::ir::EdgeId(ei as u32);
+                                let known = locksets.sem_is_handshake(tc.thread, c, e);
+                                ("semaphores order and exclude threads", false, !known)
                             }
                             Some(Role::SemWait { .. })
                                 if !locksets.sem_is_mutex(
@@ -897,7 +899,11 @@ fn features<'p, B: Backend<'p>>(
                                     crate::ir::EdgeId(ei as u32),
                                 ) =>
                             {
-                                ("semaphores order and exclude threads", true, true)
+                                // A handshake's wait orders threads the way the analysis
+                                // knows; it still casts doubt on must-races.
+                                let e = crate::ir::EdgeId(ei as u32);
+                                let known = locksets.sem_is_handshake(tc.thread, c, e);
+                                ("semaphores order and exclude threads", true, !known)
                             }
                             // POSIX lets a read lock fail (EAGAIN: too many readers); the
                             // locksets assume it succeeds, which a no-race proof cannot.

@@ -50,6 +50,7 @@ use crate::ir::{
     Program, Var,
 };
 use crate::model::{LockKind, LockMode, Role, Roles};
+use crate::semaphores::{init_candidates, sem_calls};
 use crate::threads::ThreadGraph;
 use racedar_domains::Merge;
 use racedar_domains::{BitSet, SmallSet};
@@ -87,6 +88,12 @@ pub enum LockKey {
     /// "Has passed the barrier" (held in read mode after `pthread_barrier_wait`, so it never
     /// excludes anything; see [`LocksetResult::barrier_orders`]).
     Barrier(Base, u64),
+    /// "Has passed a wait on the handshake semaphore" ([`crate::semaphores`]; read mode, on
+    /// every path).
+    SemPassed(Base, u64),
+    /// "May have posted the handshake semaphore" ([`crate::semaphores`]; read mode, on some
+    /// path).
+    SemPosted(Base, u64),
     /// "Has set the flag" (a global only ever set to one value; read mode, see
     /// [`LocksetResult::flag_orders`]).
     FlagSet(GlobalId),
@@ -418,6 +425,16 @@ impl Default for LockTable {
 }
 
 impl LockTable {
+    /// The "passed" (`posted == false`) or "posted" pseudo-lock of the handshake semaphore
+    /// whose lock identity is `l` ([`crate::semaphores`]).
+    fn handshake_of(&mut self, l: LockId, posted: bool) -> LockId {
+        match self.key(l) {
+            LockKey::Addr(b, off) if posted => self.intern(LockKey::SemPosted(b, off)),
+            LockKey::Addr(b, off) => self.intern(LockKey::SemPassed(b, off)),
+            _ => l,
+        }
+    }
+
     /// The barrier pseudo-lock of the object whose lock identity is `l`.
     fn barrier_of(&mut self, l: LockId) -> LockId {
         match self.key(l) {
@@ -616,6 +633,8 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     callers: paths::Callers<'a>,
     /// Semaphores treated as mutexes (binary semaphores, see the module docs).
     binary: &'a FxHashSet<LockId>,
+    /// Handshake semaphore candidates ([`crate::semaphores`]).
+    handshake: &'a FxHashSet<LockId>,
     /// Flag candidates: initial and set value ([`flag_candidates`]).
     flags: &'a FxHashMap<GlobalId, (i128, i128)>,
     /// Counter candidates ([`crate::counters`]).
@@ -778,96 +797,6 @@ fn flag_eval(e: &Expr, g: GlobalId, v: i128) -> Option<i128> {
         }
         _ => None,
     }
-}
-
-/// The semaphore waits (`posts == false`) or posts (`posts == true`) of every function context
-/// of every thread: (thread, context, statement, its source node, the semaphore argument).
-fn sem_calls<'g>(
-    program: &'g Program,
-    roles: &Roles,
-    graph: &'g ThreadGraph,
-    posts: bool,
-) -> Vec<(ThreadId, FnCtxId, EdgeId, NodeId, Option<&'g Expr>)> {
-    let mut out = Vec::new();
-    for tc in &graph.contexts {
-        for c in tc.ids() {
-            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
-                continue;
-            };
-            for (ei, e) in cfg.edges.iter().enumerate() {
-                let Op::Call {
-                    callee: Callee::Direct(f),
-                    args,
-                    ..
-                } = &e.op
-                else {
-                    continue;
-                };
-                let arg = match (roles.get(*f), posts) {
-                    (Some(Role::SemPost { sem }), true) => args.get(*sem),
-                    (Some(Role::SemWait { sem, .. }), false) => args.get(*sem),
-                    _ => continue,
-                };
-                out.push((tc.thread, c, EdgeId(ei as u32), e.src, arg));
-            }
-        }
-    }
-    out
-}
-
-/// Semaphores that may be binary (module docs): every `sem_init` of them, in any context of
-/// any thread, sets the count to exactly 1 (by the backend's value of the count), and one
-/// does. Empty when some `sem_init`'s semaphore is unknown.
-fn binary_candidates<'p, B: Backend<'p>>(
-    program: &'p Program,
-    roles: &Roles,
-    backend: &B,
-    graph: &ThreadGraph,
-    table: &mut LockTable,
-) -> FxHashSet<LockId> {
-    let mut ones = FxHashSet::default();
-    let mut others = FxHashSet::default();
-    for tc in &graph.contexts {
-        for c in tc.ids() {
-            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
-                continue;
-            };
-            for (ei, e) in cfg.edges.iter().enumerate() {
-                let Op::Call {
-                    callee: Callee::Direct(f),
-                    args,
-                    ..
-                } = &e.op
-                else {
-                    continue;
-                };
-                let Some(Role::SemInit { sem, value }) = roles.get(*f) else {
-                    continue;
-                };
-                let eid = EdgeId(ei as u32);
-                let targets = args.get(*sem).and_then(|a| {
-                    lock_targets(program, backend, graph, tc, c, eid, a, table, false)
-                });
-                let Some(targets) = targets else {
-                    return FxHashSet::default();
-                };
-                let one = targets.len() == 1
-                    && args.get(*value).is_some_and(|v| {
-                        let r = backend.value(&tc.context(c, eid), v);
-                        r.lo == Some(1) && r.hi == Some(1)
-                    });
-                for l in targets {
-                    if one {
-                        ones.insert(l);
-                    } else {
-                        others.insert(l);
-                    }
-                }
-            }
-        }
-    }
-    ones.retain(|l| !others.contains(l));
-    ones
 }
 
 /// Whether the program may make a mutex recursive: some `pthread_mutexattr_settype` call may
@@ -1076,7 +1005,11 @@ pub fn local_alias(program: &Program, func: FuncId, e: &Expr) -> Option<Expr> {
 
 /// Lock candidates of a pointer argument: `None` when unknown.
 #[allow(clippy::too_many_arguments)]
-fn lock_targets<'p, B: Backend<'p>>(
+/// The lock identities the lock argument `e` of statement `eid` (function context `ctx` of
+/// the thread of `tc`) may name: `None` when unknown, when there are more than
+/// [`MAX_LOCK_CANDIDATES`], or when one has no single identity. `once` names once-controls.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn lock_targets<'p, B: Backend<'p>>(
     program: &Program,
     backend: &B,
     graph: &ThreadGraph,
@@ -1820,6 +1753,16 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                             }
                             return;
                         }
+                        // A blocking wait on one handshake semaphore returns after a post.
+                        if let (LockKind::Blocking, Some([l])) =
+                            (kind, ids.as_ref().map(|i| i.as_slice()))
+                            && self.handshake.contains(l)
+                        {
+                            f.must.insert(Held {
+                                lock: self.table.handshake_of(*l, false),
+                                mode: LockMode::Read,
+                            });
+                        }
                         for l in ids.unwrap_or_else(|| SmallVec::from_slice(&[LockId::UNKNOWN])) {
                             f.may.insert(Held {
                                 lock: l,
@@ -1832,6 +1775,12 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                         let ids = args.get(sem).and_then(|a| self.targets(ctx, eid, a));
                         let mut f = fact.clone();
                         for l in ids.unwrap_or_default() {
+                            if self.handshake.contains(&l) {
+                                f.may.insert(Held {
+                                    lock: self.table.handshake_of(l, true),
+                                    mode: LockMode::Read,
+                                });
+                            }
                             f = Self::release(&f, l);
                         }
                         out.push(f);
@@ -2151,6 +2100,12 @@ pub struct LocksetResult {
     flag_setters: FxHashMap<LockId, (LockId, ThreadId)>,
     /// Counters that join workers to their waiter ([`LocksetResult::counter_orders`]).
     counter_joins: Vec<CounterJoin>,
+    /// Handshake semaphores ([`crate::semaphores`]): "passed" pseudo-lock, "posted"
+    /// pseudo-lock and the poster ([`LocksetResult::handshake_orders`]).
+    handshakes: FxHashMap<LockId, (LockId, ThreadId)>,
+    /// Semaphore waits and posts on handshake semaphores
+    /// ([`LocksetResult::sem_is_handshake`]).
+    handshake_ops: FxHashSet<(ThreadId, FnCtxId, EdgeId)>,
     /// Per thread, the known candidates of each unlock statement.
     unlocks: Vec<UnlockTargets>,
 }
@@ -2165,6 +2120,8 @@ impl LocksetResult {
             barriers: FxHashMap::default(),
             flag_setters: FxHashMap::default(),
             counter_joins: Vec::new(),
+            handshakes: FxHashMap::default(),
+            handshake_ops: FxHashSet::default(),
             unlocks: Vec::new(),
         }
     }
@@ -2180,7 +2137,9 @@ impl LocksetResult {
         let recursive = may_be_recursive(program, roles);
         // Binary semaphores (module docs): assume every candidate, check its posts on the
         // result, and solve again without the ones that fail (each round drops at least one).
-        let mut binary = binary_candidates(program, roles, backend, graph, &mut table);
+        let mut binary = init_candidates(program, roles, backend, graph, &mut table, 1);
+        // Handshake semaphores ([`crate::semaphores`]): candidates, checked on the result.
+        let handshake = init_candidates(program, roles, backend, graph, &mut table, 0);
         let flags = flag_candidates(program);
         let counters = crate::counters::Counters::find(program, roles);
         let guard_locals = guards::guard_locals(program, roles);
@@ -2193,6 +2152,7 @@ impl LocksetResult {
                 &mut table,
                 recursive,
                 &binary,
+                &handshake,
                 &flags,
                 &counters,
                 &guard_locals,
@@ -2204,6 +2164,8 @@ impl LocksetResult {
                 barriers: FxHashMap::default(),
                 flag_setters: FxHashMap::default(),
                 counter_joins: Vec::new(),
+                handshakes: FxHashMap::default(),
+                handshake_ops: FxHashSet::default(),
                 unlocks,
             };
             let failed = result.unheld_posts(program, roles, backend, graph, &binary);
@@ -2212,6 +2174,7 @@ impl LocksetResult {
                 result.barriers = result.ordering_barriers(program, roles, backend, graph);
                 result.flag_setters = result.flag_setters(program, graph, &flags);
                 result.counter_joins = result.counter_joins(program, graph, &counters);
+                result.handshakes = result.handshakes(program, roles, backend, graph, &handshake);
                 return result;
             }
             binary.retain(|l| !failed.contains(l));
@@ -2228,6 +2191,7 @@ impl LocksetResult {
         table: &mut LockTable,
         recursive: bool,
         binary: &FxHashSet<LockId>,
+        handshake: &FxHashSet<LockId>,
         flags: &FxHashMap<GlobalId, (i128, i128)>,
         counters: &crate::counters::Counters,
         guard_locals: &FxHashSet<(FuncId, LocalId)>,
@@ -2260,6 +2224,7 @@ impl LocksetResult {
                 recursive,
                 callers: paths::Callers::new(tc),
                 binary,
+                handshake,
                 flags,
                 counters,
                 unlocks: &mut known,
@@ -2735,6 +2700,59 @@ impl LocksetResult {
             })
     }
 
+    /// Whether a handshake semaphore orders access `a` (of thread `ta`, locks `la`) before
+    /// access `b` (of `tb`, locks `lb`) ([`crate::semaphores`]): `ta` is its only poster and
+    /// has not posted it at `a` on any path, and `tb`, another thread, has passed a wait on it
+    /// on every path to `b`.
+    pub fn handshake_orders(&self, ta: ThreadId, la: &LocksAt, tb: ThreadId, lb: &LocksAt) -> bool {
+        ta != tb
+            && self.handshakes.iter().any(|(passed, (posted, poster))| {
+                *poster == ta
+                    && lb.must.iter().any(|h| h.lock == *passed)
+                    && !la.may.iter().any(|h| h.lock == *posted)
+            })
+    }
+
+    /// The handshake semaphores among `candidates` ([`crate::semaphores::handshakes`]), by
+    /// their pseudo-locks.
+    fn handshakes<'p, B: Backend<'p>>(
+        &mut self,
+        program: &'p Program,
+        roles: &Roles,
+        backend: &B,
+        graph: &ThreadGraph,
+        candidates: &FxHashSet<LockId>,
+    ) -> FxHashMap<LockId, (LockId, ThreadId)> {
+        let solutions = &self.solutions;
+        let reachable = |t: ThreadId, c: FnCtxId, n: NodeId| {
+            solutions
+                .get(t.0 as usize)
+                .is_some_and(|s| s.reachable(c, n))
+        };
+        let found = crate::semaphores::handshakes(
+            program,
+            roles,
+            backend,
+            graph,
+            &mut self.table,
+            candidates,
+            reachable,
+        );
+        let mut found: Vec<(LockId, ThreadId)> = found.into_iter().collect();
+        found.sort();
+        let verified: FxHashSet<LockId> = found.iter().map(|(l, _)| *l).collect();
+        self.handshake_ops = self.sem_ops_on(program, roles, backend, graph, &verified);
+        found
+            .into_iter()
+            .map(|(l, t)| {
+                (
+                    self.table.handshake_of(l, false),
+                    (self.table.handshake_of(l, true), t),
+                )
+            })
+            .collect()
+    }
+
     /// Whether a barrier orders access `a` (of thread `ta`, locks `la`) before access `b`
     /// (of `tb`, locks `lb`): both threads take part in an ordering barrier
     /// ([`Self::ordering_barriers`]), `b` comes after `tb`'s wait on every path, and `a`
@@ -2753,6 +2771,12 @@ impl LocksetResult {
     /// on a binary semaphore, which the locksets treat as a mutex (module docs).
     pub fn sem_is_mutex(&self, thread: ThreadId, ctx: FnCtxId, eid: EdgeId) -> bool {
         self.sem_mutex_ops.contains(&(thread, ctx, eid))
+    }
+
+    /// Whether the semaphore wait or post `eid` of function context `ctx` of `thread` operates
+    /// on a handshake semaphore ([`crate::semaphores`]), whose ordering the analysis knows.
+    pub fn sem_is_handshake(&self, thread: ThreadId, ctx: FnCtxId, eid: EdgeId) -> bool {
+        self.handshake_ops.contains(&(thread, ctx, eid))
     }
 
     /// The unlock statements of `thread` that release no lock the thread may hold: every

@@ -1057,7 +1057,13 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
                 .counter_orders(a.thread, &a.locks, b.thread, &b.locks)
             || inp
                 .locksets
-                .counter_orders(b.thread, &b.locks, a.thread, &a.locks);
+                .counter_orders(b.thread, &b.locks, a.thread, &a.locks)
+            || inp
+                .locksets
+                .handshake_orders(a.thread, &a.locks, b.thread, &b.locks)
+            || inp
+                .locksets
+                .handshake_orders(b.thread, &b.locks, a.thread, &a.locks);
         if protected || instance || once || barrier {
             return None;
         }

@@ -867,6 +867,8 @@ pub fn lock_name(
         LockKey::Barrier(b, off) => return format!("<passed {}>", base_name(p, &b, off)),
         LockKey::FlagSet(g) => return format!("<set {}>", p.global(g).name),
         LockKey::FlagSeen(g) => return format!("<seen {}>", p.global(g).name),
+        LockKey::SemPassed(b, off) => return format!("<waited {}>", base_name(p, &b, off)),
+        LockKey::SemPosted(b, off) => return format!("<posted {}>", base_name(p, &b, off)),
         LockKey::Path(i) => return path_lock_name(table, i),
         _ => return "<counter>".to_string(),
     };
@@ -962,6 +964,9 @@ pub fn lock_names(p: &Program, table: &LockTable, set: &SmallSet<Held>) -> Vec<S
                 LockKey::Barrier(b, off) => format!("<passed {}>", base_name(p, &b, off)),
                 LockKey::FlagSet(g) => format!("<set {}>", p.global(g).name),
                 LockKey::FlagSeen(g) => format!("<seen {}>", p.global(g).name),
+                LockKey::SemPassed(..) | LockKey::SemPosted(..) => {
+                    lock_name(p, table, h.lock, None)
+                }
                 LockKey::Path(i) => path_lock_name(table, i),
                 _ => "<counter>".to_string(),
             };

@@ -419,8 +419,16 @@ impl ThreadGraph {
                         let sm = site_mult.entry((tid, site, f)).or_insert(0);
                         *sm = mult_add(*sm, m);
                     }
-                    let child = match by_key.get(&(f, site)) {
-                        Some(&t) => t,
+                    let known = by_key.get(&(f, site)).copied().or_else(|| {
+                        signal
+                            .then(|| installed_before(program, &threads, f, site))
+                            .flatten()
+                    });
+                    let child = match known {
+                        Some(t) => {
+                            by_key.insert((f, site), t);
+                            t
+                        }
                         None => {
                             if threads.len() >= MAX_THREADS {
                                 truncated = true;
@@ -573,6 +581,29 @@ impl ThreadGraph {
         chain.reverse();
         Some(chain)
     }
+}
+/// The signal-handler thread of `handler` already installed at a statement of the function of
+/// `site` that every path to `site` passes through (`signal(SIGINT, h); signal(SIGTERM, h);`).
+/// A handler may run at any time once installed, any number of times, so the earlier install
+/// stands for the later one: its thread is active from an earlier point on and its instances
+/// already are not unique. The handler is then analysed once instead of once per install.
+fn installed_before(
+    program: &Program,
+    threads: &[Thread],
+    handler: FuncId,
+    site: CallSite,
+) -> Option<ThreadId> {
+    let cfg = program.function(site.func).body.as_ref()?;
+    let at = cfg.edges.get(site.edge.0 as usize)?.src;
+    threads
+        .iter()
+        .filter(|t| t.signal && t.entry == handler)
+        .find(|t| {
+            t.site.is_some_and(|a| {
+                a.func == site.func && a != site && !cfg.reaches(cfg.entry, at, &[a.edge])
+            })
+        })
+        .map(|t| t.id)
 }
 
 /// The threads a call starts: the entry-function argument of a thread creation, and the

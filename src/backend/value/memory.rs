@@ -554,13 +554,23 @@ impl State {
     /// Sets the object of `base`: a write of the program (it enters the mod set).
     pub fn set(&mut self, base: Base, obj: Obj) {
         self.written.insert(base);
+        self.put(base, obj);
+    }
+
+    /// Stores `obj` as the changed object of `base`, keeping the stored `Rc` when its contents
+    /// are the same: states that share objects by pointer compare and join without looking
+    /// inside them (a loop body that stores the same values again leaves its objects shared).
+    fn put(&mut self, base: Base, obj: Obj) {
+        if self.delta.get(&base).is_some_and(|old| **old == obj) {
+            return;
+        }
         self.delta.insert(base, Rc::new(obj));
     }
 
     /// Sets the object of `base` without a write of the program (a refinement by a branch
     /// condition, a change of representation): the mod set stays.
     pub fn replace(&mut self, base: Base, obj: Obj) {
-        self.delta.insert(base, Rc::new(obj));
+        self.put(base, obj);
     }
 
     /// Forgets the change to `base` (it goes back to its initial object).
