@@ -10,11 +10,16 @@
 //!
 //! Peeled loops are the outermost loops whose body (not a nested loop of it) holds a call that
 //! may create a thread (a create, or a call of a defined function that may create one). Each
-//! copied edge remembers its copy number in [`Edge::peel`].
+//! copied edge remembers its copy number in [`Edge::peel`]. Loops of functions that only ever
+//! run inside a loop of their callers ([`repeated_functions`]) are left alone: every copy would
+//! run many times, its threads would not be unique, and each copy's threads would only be
+//! analysed again.
 
-use super::Program;
+use super::cfg::{Callee, Op};
 use super::cfg::{Cfg, Edge, EdgeId, Node, NodeId};
+use super::{FuncId, Program};
 use crate::model::{Role, Roles};
+use rustc_hash::FxHashSet;
 
 /// Peels `n` iterations of every thread-creating loop of every function; returns how many
 /// loops were peeled.
@@ -23,8 +28,12 @@ pub fn peel_thread_loops(program: &mut Program, roles: &Roles, n: u8) -> usize {
         return 0;
     }
     let creators = roles.callers_reaching(program, |r| matches!(r, Role::ThreadCreate { .. }));
+    let repeated = repeated_functions(program);
     let mut peeled = 0;
-    for f in program.functions.iter_mut() {
+    for (fi, f) in program.functions.iter_mut().enumerate() {
+        if repeated.contains(&FuncId(fi as u32)) {
+            continue;
+        }
         let Some(cfg) = f.body.as_mut() else { continue };
         let creates: Vec<EdgeId> = (0..cfg.edges.len())
             .map(|i| EdgeId(i as u32))
@@ -68,6 +77,62 @@ pub fn peel_thread_loops(program: &mut Program, roles: &Roles, n: u8) -> usize {
         }
     }
     peeled
+}
+
+/// The functions every call of which runs inside a loop of its caller, or in another such
+/// function (a greatest fixpoint over direct calls): each call of them may run many times in
+/// one thread. Only defined functions; those whose address is taken (thread entries,
+/// callbacks) and `main` are never among them.
+pub fn repeated_functions(program: &Program) -> FxHashSet<FuncId> {
+    let taken = super::specialise::address_taken(program);
+    // Per function, its direct call sites: (caller, inside a loop of the caller).
+    let mut sites: Vec<Vec<(FuncId, bool)>> = vec![Vec::new(); program.functions.len()];
+    for (ci, caller) in program.functions.iter().enumerate() {
+        let Some(cfg) = &caller.body else { continue };
+        let bodies: Vec<Vec<bool>> = (0..cfg.nodes.len())
+            .filter(|h| cfg.nodes[*h].loop_head)
+            .map(|h| cfg.loop_body(NodeId(h as u32)))
+            .collect();
+        for e in &cfg.edges {
+            if let Op::Call {
+                callee: Callee::Direct(g),
+                ..
+            } = &e.op
+                && let Some(v) = sites.get_mut(g.0 as usize)
+            {
+                let in_loop = bodies
+                    .iter()
+                    .any(|b| b.get(e.src.0 as usize).copied().unwrap_or(false));
+                v.push((FuncId(ci as u32), in_loop));
+            }
+        }
+    }
+    let mut set: FxHashSet<FuncId> = (0..program.functions.len())
+        .map(|i| FuncId(i as u32))
+        .filter(|f| {
+            !sites[f.0 as usize].is_empty()
+                && program.function(*f).body.is_some()
+                && !taken.contains(f)
+                && program.function(*f).name != "main"
+        })
+        .collect();
+    loop {
+        let drop: Vec<FuncId> = set
+            .iter()
+            .copied()
+            .filter(|f| {
+                sites[f.0 as usize]
+                    .iter()
+                    .any(|(caller, in_loop)| !in_loop && !set.contains(caller))
+            })
+            .collect();
+        if drop.is_empty() {
+            return set;
+        }
+        for f in drop {
+            set.remove(&f);
+        }
+    }
 }
 
 /// Peels `n` copies of the loop `body` headed by `h` in front of it. `body` may be shorter
@@ -183,6 +248,40 @@ mod tests {
         // Still one loop (the original), and every node is reachable.
         assert_eq!(cfg.nodes.iter().filter(|n| n.loop_head).count(), 1);
         assert_eq!(cfg.reverse_postorder().len(), cfg.nodes.len());
+    }
+
+    #[test]
+    fn create_loops_of_functions_run_in_a_loop_are_not_peeled() {
+        // `spawn_all` runs only inside main's loop (directly or through `tick`): its copies
+        // would all run many times. `once` also runs outside any loop: it is peeled.
+        let mut p = lower(
+            "#include <pthread.h>\nvoid *t(void *a) { return 0; }\n\
+             void spawn_all(int n) { pthread_t id; for (int i = 0; i < n; i++) \
+             pthread_create(&id, 0, t, 0); }\n\
+             void tick(int n) { spawn_all(n); }\n\
+             void once(int n) { pthread_t id; for (int i = 0; i < n; i++) \
+             pthread_create(&id, 0, t, 0); }\n\
+             int main(int c, char **v) { once(c); while (c--) { tick(c); once(c); } return 0; }\n",
+        );
+        let roles = Model::shipped().classify(&p);
+        let repeated: Vec<String> = {
+            let mut v: Vec<String> = super::repeated_functions(&p)
+                .iter()
+                .map(|f| p.function(*f).name.clone())
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(repeated, vec!["spawn_all".to_string(), "tick".to_string()]);
+        // `once`'s loop and main's (which creates through its calls).
+        assert_eq!(super::peel_thread_loops(&mut p, &roles, 2), 2);
+        let copies = |name: &str| {
+            let f = p.function_by_name(name).expect("function");
+            let cfg = p.function(f).body.as_ref().expect("body");
+            cfg.edges.iter().filter(|e| e.peel > 0).count()
+        };
+        assert_eq!(copies("spawn_all"), 0);
+        assert!(copies("once") > 0);
     }
 
     #[test]

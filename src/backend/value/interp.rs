@@ -2208,7 +2208,7 @@ impl<'p> Interp<'_, 'p> {
                 imbl::ordmap::DiffItem::Update {
                     old: (k, a),
                     new: (_, b),
-                } => (!std::rc::Rc::ptr_eq(a, b)).then_some(*k),
+                } => (a != b).then_some(*k),
             })
             .filter(|b| !matches!(b, Base::Local { thread, .. } if *thread == self.thread))
             .filter(|b| !exit.written.contains(b))

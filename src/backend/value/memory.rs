@@ -303,8 +303,47 @@ impl Obj {
     }
 }
 
+/// An object held in a state's memory, shared between states until changed and compared by
+/// identity: the same `Rc` is the same object, and map differences ([`OrdMap::diff`]) list
+/// exactly the bases whose objects are not shared. Different `Rc`s may still hold equal
+/// objects: [`State::combine`] compares those by contents once and then shares one.
+#[derive(Clone, Debug)]
+pub struct ObjRef(pub Rc<Obj>);
+
+impl ObjRef {
+    /// A new shared object.
+    pub fn new(o: Obj) -> ObjRef {
+        ObjRef(Rc::new(o))
+    }
+}
+
+impl PartialEq for ObjRef {
+    fn eq(&self, o: &Self) -> bool {
+        Rc::ptr_eq(&self.0, &o.0)
+    }
+}
+
+impl std::ops::Deref for ObjRef {
+    type Target = Obj;
+    fn deref(&self) -> &Obj {
+        &self.0
+    }
+}
+
 /// Objects by base (shared between states until changed).
-pub type Mem = OrdMap<Base, Rc<Obj>>;
+pub type Mem = OrdMap<Base, ObjRef>;
+
+/// Whether two memories hold objects with equal contents at the same bases.
+fn same_contents(a: &Mem, b: &Mem) -> bool {
+    a.len() == b.len()
+        && a.diff(b).all(|d| match d {
+            DiffItem::Update {
+                old: (_, x),
+                new: (_, y),
+            } => **x == **y,
+            _ => false,
+        })
+}
 
 /// What a thread's states share: its initial objects and the objects of bases it never
 /// stored to.
@@ -360,7 +399,7 @@ impl Frame {
 }
 
 /// A base whose objects differ between two states: (base, first side's, second side's).
-type ObjDiff = (Base, Option<Rc<Obj>>, Option<Rc<Obj>>);
+type ObjDiff = (Base, Option<ObjRef>, Option<ObjRef>);
 
 /// The abstract state at a program point of a thread.
 #[derive(Clone, Debug)]
@@ -396,7 +435,7 @@ impl PartialEq for State {
     fn eq(&self, o: &Self) -> bool {
         self.live == o.live
             && self.multi == o.multi
-            && self.delta == o.delta
+            && same_contents(&self.delta, &o.delta)
             && self.ret == o.ret
             && self.publ == o.publ
             && self.orig == o.orig
@@ -564,7 +603,7 @@ impl State {
         if self.delta.get(&base).is_some_and(|old| **old == obj) {
             return;
         }
-        self.delta.insert(base, Rc::new(obj));
+        self.delta.insert(base, ObjRef::new(obj));
     }
 
     /// Sets the object of `base` without a write of the program (a refinement by a branch
@@ -587,7 +626,7 @@ impl State {
         }
         for f in &self.publ.fresh {
             let b = publication::site_base(self.frame.thread, f.site);
-            m.insert(b, Rc::new(self.view(&b)));
+            m.insert(b, ObjRef::new(self.view(&b)));
         }
         m
     }
@@ -638,7 +677,7 @@ impl State {
                 DiffItem::Update {
                     old: (k, a),
                     new: (_, b),
-                } => (!Rc::ptr_eq(a, b)).then(|| (*k, Some(a.clone()), Some(b.clone()))),
+                } => Some((*k, Some(a.clone()), Some(b.clone()))),
             })
             .collect();
         for (site, _) in &theirs_ended {
@@ -648,6 +687,17 @@ impl State {
             }
         }
         for (b, mine, theirs) in diffs {
+            // Equal contents in different `Rc`s: share the other side's from now on, so the
+            // next comparison with states of its lineage is a pointer comparison.
+            if let (Some(m), Some(t)) = (&mine, &theirs)
+                && **m == **t
+                && !theirs_ended
+                    .iter()
+                    .any(|(site, _)| publication::site_base(thread, *site) == b)
+            {
+                self.delta.insert(b, t.clone());
+                continue;
+            }
             let mut m = match &mine {
                 Some(m) => (**m).clone(),
                 None => self.frame.initial(&b),
@@ -658,7 +708,7 @@ impl State {
             };
             fold_theirs(&b, &mut t);
             if m.join_with(&t, widen) || mine.is_none() {
-                self.delta.insert(b, Rc::new(m));
+                self.delta.insert(b, ObjRef::new(m));
                 changed = true;
             }
         }
@@ -690,7 +740,7 @@ impl State {
             return false;
         }
         let mut changed = false;
-        let keys: Vec<(Base, Rc<Obj>)> = self
+        let keys: Vec<(Base, ObjRef)> = self
             .delta
             .diff(&o.delta)
             .filter_map(|d| match d {
@@ -705,7 +755,7 @@ impl State {
             if let Some(m) = self.delta.get(&b) {
                 let mut m = (**m).clone();
                 if m.narrow_with(&n) {
-                    self.delta.insert(b, Rc::new(m));
+                    self.delta.insert(b, ObjRef::new(m));
                     changed = true;
                 }
             }

@@ -311,7 +311,7 @@ impl<'p> ValueBackend<'p> {
                         func: entry,
                         local: *p,
                     },
-                    Rc::new(o),
+                    memory::ObjRef::new(o),
                 );
             }
         }
