@@ -99,6 +99,8 @@ pub struct ValueBackend<'p> {
     round: u32,
     /// Work spent so far (node visits plus object joins).
     visits: u64,
+    /// `visits` when the current round began.
+    round_start: u64,
     changed: bool,
     degraded: Option<String>,
 }
@@ -195,6 +197,7 @@ impl<'p> ValueBackend<'p> {
             disjoint: std::cell::RefCell::new(FxHashMap::default()),
             round: 0,
             visits: 0,
+            round_start: 0,
             changed: false,
             degraded: None,
         };
@@ -491,6 +494,7 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
     fn begin_round(&mut self, prev: Option<&ThreadGraph>) {
         self.round += 1;
         self.changed = false;
+        self.round_start = self.visits;
         if let Some(g) = prev {
             self.unique = g.threads.iter().map(|t| (t.id, t.unique)).collect();
             self.shared.interrupts = g
@@ -621,6 +625,21 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             return true;
         }
         let stable = threads <= 1 || !self.changed;
+        // A round re-analyses the threads whose inputs changed, typically most of them:
+        // with less than half of this round's work left, the next round would exhaust the
+        // budget midway, so the backend degrades now instead of after that work.
+        let spent = self.visits - self.round_start;
+        let left = self.total_budget.saturating_sub(self.visits);
+        if !stable && left < spent / 2 {
+            self.degraded = Some(format!(
+                "value analysis would exceed its budget ({} node visits per thread, {} in all) \
+                 in round {}: pointers resolved syntactically",
+                self.budget,
+                self.total_budget,
+                self.round + 1
+            ));
+            return true;
+        }
         if !stable && self.round >= MAX_ROUNDS {
             self.degraded = Some(format!(
                 "shared-memory fixpoint not reached in {MAX_ROUNDS} rounds: pointers resolved syntactically"
