@@ -17,10 +17,18 @@ pub trait Idx: Copy {
 }
 
 /// A set of indices, one bit per index.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Eq, Hash, PartialOrd, Ord)]
 pub struct BitSet<T: Idx> {
     words: SmallVec<[u64; 2]>,
     _t: PhantomData<T>,
+}
+
+/// Word by word (the sets are short: a call of `memcmp`, which slice equality makes, costs
+/// more than the comparison).
+impl<T: Idx> PartialEq for BitSet<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.words.len() == o.words.len() && self.words.iter().zip(o.words.iter()).all(|(a, b)| a == b)
+    }
 }
 
 impl<T: Idx> Default for BitSet<T> {

@@ -1242,9 +1242,13 @@ impl Merge for MhpFact {
     /// Paths before a thread's creation must not take the facts of paths after it.
     const STRICT_ENTRIES: bool = true;
 
+    // Equal facts pass every test below, so no equality test comes first; the cheap tests
+    // of flags come before the sets.
     fn covers(&self, o: &MhpFact) -> bool {
-        self == o
-            || (o.may_created.is_subset(&self.may_created)
+        (!o.certain || self.certain)
+            && (self.ret.is_none() || self.ret == o.ret)
+            && (self.joined_unknown || !o.joined_unknown)
+            && (o.may_created.is_subset(&self.may_created)
                 && o.may_active.is_subset(&self.may_active)
                 && self.must_active.is_subset(&o.must_active)
                 && (!o.certain || self.certain)
