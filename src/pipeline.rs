@@ -194,12 +194,43 @@ pub fn analyse<'p>(program: &'p Program, roles: &'p Roles, opts: &AnalysisOption
             phases.push(Phase::new("model", t.elapsed()));
             run(program, roles, backend, opts, phases)
         }
+        // Without a statement that may start a thread, `main` runs alone (signal handlers
+        // only interrupt it): the value analysis, which mainly finds the threads and what
+        // they share, has nothing to add to the syntactic backend's answers.
+        BackendKind::Value if !may_start_threads(program, roles) => {
+            tracing::debug!("no statement may start a thread: syntactic backend");
+            let backend = Syntactic::new(program, roles);
+            phases.push(Phase::new("model", t.elapsed()));
+            run(program, roles, backend, opts, phases)
+        }
         BackendKind::Value => {
             let backend = ValueBackend::new(program, roles, opts.context_depth);
             phases.push(Phase::new("model", t.elapsed()));
             run(program, roles, backend, opts, phases)
         }
     }
+}
+
+/// Whether some statement of the program may start a thread: a call of a thread-creating
+/// function (directly, or through a pointer when such a function's address is taken), or of
+/// a library function that runs a callback in a new thread.
+fn may_start_threads(program: &Program, roles: &Roles) -> bool {
+    let creates = |f: &FuncId| matches!(roles.get(*f), Some(Role::ThreadCreate { .. }));
+    crate::ir::specialise::address_taken(program)
+        .iter()
+        .any(creates)
+        || program
+            .functions
+            .iter()
+            .filter_map(|f| f.body.as_ref())
+            .flat_map(|cfg| cfg.edges.iter())
+            .any(|e| {
+                e.op.direct_callee().is_some_and(|g| creates(&g))
+                    || roles
+                        .callbacks(program, &e.op)
+                        .iter()
+                        .any(|c| matches!(c.runs, crate::model::library::Runs::Thread))
+            })
 }
 
 fn run<'p, B: Backend<'p>>(

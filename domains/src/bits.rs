@@ -27,7 +27,8 @@ pub struct BitSet<T: Idx> {
 /// more than the comparison).
 impl<T: Idx> PartialEq for BitSet<T> {
     fn eq(&self, o: &Self) -> bool {
-        self.words.len() == o.words.len() && self.words.iter().zip(o.words.iter()).all(|(a, b)| a == b)
+        self.words.len() == o.words.len()
+            && self.words.iter().zip(o.words.iter()).all(|(a, b)| a == b)
     }
 }
 

@@ -51,7 +51,7 @@ pub const TOTAL_BUDGET: u64 = 2_000_000;
 /// degrade every program past some size (and the syntactic fallback resolves function
 /// pointers to every address-taken function, quadratic in size). The budget is
 /// `max(VISIT_BUDGET, VISITS_PER_EDGE × edges)`.
-pub const VISITS_PER_EDGE: u64 = 4;
+pub const VISITS_PER_EDGE: u64 = 3;
 
 /// Total work allowed per CFG edge of the program: the total budget is
 /// `max(TOTAL_BUDGET, TOTAL_PER_EDGE × edges)`.
