@@ -17,7 +17,7 @@ pub trait Idx: Copy {
 }
 
 /// A set of indices, one bit per index.
-#[derive(Clone, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Eq, PartialOrd, Ord)]
 pub struct BitSet<T: Idx> {
     words: SmallVec<[u64; 2]>,
     _t: PhantomData<T>,
@@ -29,6 +29,13 @@ impl<T: Idx> PartialEq for BitSet<T> {
     fn eq(&self, o: &Self) -> bool {
         self.words.len() == o.words.len()
             && self.words.iter().zip(o.words.iter()).all(|(a, b)| a == b)
+    }
+}
+
+/// The hash of the words (equal sets have equal words).
+impl<T: Idx> std::hash::Hash for BitSet<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.words.as_slice().hash(state);
     }
 }
 

@@ -1003,8 +1003,6 @@ pub fn local_alias(program: &Program, func: FuncId, e: &Expr) -> Option<Expr> {
     ok.then(|| rhs.clone())
 }
 
-/// Lock candidates of a pointer argument: `None` when unknown.
-#[allow(clippy::too_many_arguments)]
 /// The lock identities the lock argument `e` of statement `eid` (function context `ctx` of
 /// the thread of `tc`) may name: `None` when unknown, when there are more than
 /// [`MAX_LOCK_CANDIDATES`], or when one has no single identity. `once` names once-controls.

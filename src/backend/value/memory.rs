@@ -671,13 +671,13 @@ impl State {
         let mut diffs: Vec<ObjDiff> = self
             .delta
             .diff(&o.delta)
-            .filter_map(|d| match d {
-                DiffItem::Add(k, v) => Some((*k, None, Some(v.clone()))),
-                DiffItem::Remove(k, v) => Some((*k, Some(v.clone()), None)),
+            .map(|d| match d {
+                DiffItem::Add(k, v) => (*k, None, Some(v.clone())),
+                DiffItem::Remove(k, v) => (*k, Some(v.clone()), None),
                 DiffItem::Update {
                     old: (k, a),
                     new: (_, b),
-                } => Some((*k, Some(a.clone()), Some(b.clone()))),
+                } => (*k, Some(a.clone()), Some(b.clone())),
             })
             .collect();
         for (site, _) in &theirs_ended {
