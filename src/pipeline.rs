@@ -1150,3 +1150,40 @@ fn holds_data_pointer(types: &crate::ir::types::TypeTable, ty: crate::ir::TypeId
         _ => false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::frontend::{self, FrontendOptions};
+    use crate::model::Model;
+
+    fn starts_threads(src: &str) -> bool {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("t.c");
+        std::fs::write(&path, src).expect("write");
+        let p = frontend::load(&[path], &FrontendOptions::default())
+            .expect("lowers")
+            .0;
+        let roles = Model::shipped().classify(&p);
+        super::may_start_threads(&p, &roles)
+    }
+
+    #[test]
+    fn only_thread_creations_start_threads() {
+        // A create, and a create through a pointer to pthread_create, start threads.
+        assert!(starts_threads(
+            "#include <pthread.h>\nvoid *t(void *a) { return a; }\n\
+             int main(void) { pthread_t id; return pthread_create(&id, 0, t, 0); }\n"
+        ));
+        assert!(starts_threads(
+            "#include <pthread.h>\nvoid *t(void *a) { return a; }\n\
+             int (*spawn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) = \
+             pthread_create;\n\
+             int main(void) { pthread_t id; return spawn(&id, 0, t, 0); }\n"
+        ));
+        // Signal handlers only interrupt main.
+        assert!(!starts_threads(
+            "#include <signal.h>\nint stop;\nvoid h(int s) { stop = s; }\n\
+             int main(void) { signal(SIGINT, h); while (!stop) ; return 0; }\n"
+        ));
+    }
+}
