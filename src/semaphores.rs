@@ -21,10 +21,10 @@
 
 use crate::backend::Backend;
 use crate::context::{FnCtxId, ThreadId};
-use crate::ir::{Callee, EdgeId, Expr, NodeId, Op, Program};
+use crate::ir::{EdgeId, Expr, NodeId, Program};
 use crate::lockset::{LockId, LockTable, lock_targets};
 use crate::model::{Role, Roles};
-use crate::threads::ThreadGraph;
+use crate::threads::{ThreadGraph, for_each_call};
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
@@ -36,34 +36,27 @@ pub type SemCall<'g> = (ThreadId, FnCtxId, EdgeId, NodeId, Option<&'g Expr>);
 /// of every thread.
 pub fn sem_calls<'g>(
     program: &'g Program,
-    roles: &Roles,
+    roles: &'g Roles,
     graph: &'g ThreadGraph,
     posts: bool,
 ) -> Vec<SemCall<'g>> {
     let mut out = Vec::new();
-    for tc in &graph.contexts {
-        for c in tc.ids() {
-            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
-                continue;
-            };
-            for (ei, e) in cfg.edges.iter().enumerate() {
-                let Op::Call {
-                    callee: Callee::Direct(f),
-                    args,
-                    ..
-                } = &e.op
-                else {
-                    continue;
-                };
-                let arg = match (roles.get(*f), posts) {
-                    (Some(Role::SemPost { sem }), true) => args.get(*sem),
-                    (Some(Role::SemWait { sem, .. }), false) => args.get(*sem),
-                    _ => continue,
-                };
-                out.push((tc.thread, c, EdgeId(ei as u32), e.src, arg));
-            }
+    for_each_call(program, roles, graph, |tc, c, eid, role, args| {
+        let arg = match (role, posts) {
+            (Role::SemPost { sem }, true) => args.get(*sem),
+            (Role::SemWait { sem, .. }, false) => args.get(*sem),
+            _ => return,
+        };
+        let src = program
+            .function(tc.ctx(c).func)
+            .body
+            .as_ref()
+            .and_then(|cfg| cfg.edges.get(eid.0 as usize))
+            .map(|e| e.src);
+        if let Some(src) = src {
+            out.push((tc.thread, c, eid, src, arg));
         }
-    }
+    });
     out
 }
 
@@ -80,44 +73,36 @@ pub fn init_candidates<'p, B: Backend<'p>>(
 ) -> FxHashSet<LockId> {
     let mut exact = FxHashSet::default();
     let mut others = FxHashSet::default();
-    for tc in &graph.contexts {
-        for c in tc.ids() {
-            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
-                continue;
-            };
-            for (ei, e) in cfg.edges.iter().enumerate() {
-                let Op::Call {
-                    callee: Callee::Direct(f),
-                    args,
-                    ..
-                } = &e.op
-                else {
-                    continue;
-                };
-                let Some(Role::SemInit { sem, value }) = roles.get(*f) else {
-                    continue;
-                };
-                let eid = EdgeId(ei as u32);
-                let targets = args.get(*sem).and_then(|a| {
-                    lock_targets(program, backend, graph, tc, c, eid, a, table, false)
-                });
-                let Some(targets) = targets else {
-                    return FxHashSet::default();
-                };
-                let is_count = targets.len() == 1
-                    && args.get(*value).is_some_and(|v| {
-                        let r = backend.value(&tc.context(c, eid), v);
-                        r.lo == Some(count) && r.hi == Some(count)
-                    });
-                for l in targets {
-                    if is_count {
-                        exact.insert(l);
-                    } else {
-                        others.insert(l);
-                    }
-                }
+    let mut unknown = false;
+    for_each_call(program, roles, graph, |tc, c, eid, role, args| {
+        let Role::SemInit { sem, value } = role else {
+            return;
+        };
+        if unknown {
+            return;
+        }
+        let targets = args
+            .get(*sem)
+            .and_then(|a| lock_targets(program, backend, graph, tc, c, eid, a, table, false));
+        let Some(targets) = targets else {
+            unknown = true;
+            return;
+        };
+        let is_count = targets.len() == 1
+            && args.get(*value).is_some_and(|v| {
+                let r = backend.value(&tc.context(c, eid), v);
+                r.lo == Some(count) && r.hi == Some(count)
+            });
+        for l in targets {
+            if is_count {
+                exact.insert(l);
+            } else {
+                others.insert(l);
             }
         }
+    });
+    if unknown {
+        return FxHashSet::default();
     }
     exact.retain(|l| !others.contains(l));
     exact

@@ -18,8 +18,7 @@
 //! (`notes/deadlock.md` §3, `71-doublelocking`) draws the same line.
 
 use crate::backend::{Backend, Base, PointsTo};
-use crate::context::ThreadContexts;
-use crate::ir::{Callee, EdgeId, Expr, InitValue, Op, Program, Proj};
+use crate::ir::{Expr, InitValue, Program, Proj};
 use crate::lockset::{LockId, LockKey, LockTable};
 use crate::model::{Role, Roles};
 use crate::threads::ThreadGraph;
@@ -57,7 +56,7 @@ impl MutexTypes {
         // Attribute objects that may get the recursive type.
         let mut attr_bases: FxHashSet<Base> = FxHashSet::default();
         let mut attr_any = false;
-        for_each_call(program, roles, graph, |tc, c, eid, role, args| {
+        crate::threads::for_each_call(program, roles, graph, |tc, c, eid, role, args| {
             let Role::MutexAttrSettype { attr, kind } = role else {
                 return;
             };
@@ -76,7 +75,7 @@ impl MutexTypes {
                 _ => attr_any = true,
             }
         });
-        for_each_call(program, roles, graph, |tc, c, eid, role, args| {
+        crate::threads::for_each_call(program, roles, graph, |tc, c, eid, role, args| {
             let Role::MutexInit { mutex, attr, kind } = role else {
                 return;
             };
@@ -145,36 +144,6 @@ fn recursive_type(program: &Program) -> i128 {
 /// Whether an expression is a null pointer constant.
 fn is_null(e: &Expr) -> bool {
     crate::ir::visit::strip_casts(e).as_int() == Some(0)
-}
-
-/// Calls `f(contexts, context, edge, role, args)` for every call with a role in every function
-/// context of every thread.
-fn for_each_call<'g>(
-    program: &'g Program,
-    roles: &'g Roles,
-    graph: &'g ThreadGraph,
-    mut f: impl FnMut(&'g ThreadContexts, crate::context::FnCtxId, EdgeId, &'g Role, &'g [Expr]),
-) {
-    for tc in &graph.contexts {
-        for c in tc.ids() {
-            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
-                continue;
-            };
-            for (ei, e) in cfg.edges.iter().enumerate() {
-                let Op::Call {
-                    callee: Callee::Direct(g),
-                    args,
-                    ..
-                } = &e.op
-                else {
-                    continue;
-                };
-                if let Some(role) = roles.get(*g) {
-                    f(tc, c, EdgeId(ei as u32), role, args);
-                }
-            }
-        }
-    }
 }
 
 /// Globals whose static initialiser gives some mutex of theirs a possibly recursive type.

@@ -16,7 +16,7 @@ pub mod fork;
 
 use crate::backend::Backend;
 use crate::context::{CallSite, Context, FnCtxId, ThreadContexts, ThreadId};
-use crate::ir::{Cfg, EdgeId, FuncId, Op, Program};
+use crate::ir::{Callee, Cfg, EdgeId, FuncId, Op, Program};
 use crate::model::{Role, Roles};
 use petgraph::graph::{DiGraph, NodeIndex};
 use rustc_hash::FxHashMap;
@@ -649,4 +649,34 @@ fn started_by<'p>(
             Some((args.get(c.arg)?, c.deep, signal, unseen))
         })
         .collect()
+}
+
+/// Calls `f(contexts, context, edge, role, args)` for every call with a role in every function
+/// context of every thread.
+pub fn for_each_call<'g>(
+    program: &'g Program,
+    roles: &'g Roles,
+    graph: &'g ThreadGraph,
+    mut f: impl FnMut(&'g ThreadContexts, FnCtxId, EdgeId, &'g Role, &'g [crate::ir::Expr]),
+) {
+    for tc in &graph.contexts {
+        for c in tc.ids() {
+            let Some(cfg) = &program.function(tc.ctx(c).func).body else {
+                continue;
+            };
+            for (ei, e) in cfg.edges.iter().enumerate() {
+                let Op::Call {
+                    callee: Callee::Direct(g),
+                    args,
+                    ..
+                } = &e.op
+                else {
+                    continue;
+                };
+                if let Some(role) = roles.get(*g) {
+                    f(tc, c, EdgeId(ei as u32), role, args);
+                }
+            }
+        }
+    }
 }
