@@ -1040,30 +1040,16 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             })
         };
         let once = once_before(a, inh_b) || once_before(b, inh_a);
-        let barrier = inp
-            .locksets
-            .barrier_orders(a.thread, &a.locks, b.thread, &b.locks)
-            || inp
-                .locksets
-                .barrier_orders(b.thread, &b.locks, a.thread, &a.locks)
-            || inp
-                .locksets
-                .flag_orders(a.thread, &a.locks, b.thread, &b.locks)
-            || inp
-                .locksets
-                .flag_orders(b.thread, &b.locks, a.thread, &a.locks)
-            || inp
-                .locksets
-                .counter_orders(a.thread, &a.locks, b.thread, &b.locks)
-            || inp
-                .locksets
-                .counter_orders(b.thread, &b.locks, a.thread, &a.locks)
-            || inp
-                .locksets
-                .handshake_orders(a.thread, &a.locks, b.thread, &b.locks)
-            || inp
-                .locksets
-                .handshake_orders(b.thread, &b.locks, a.thread, &a.locks);
+        // The synchronisation idioms the locksets track (barriers, flags, counters,
+        // handshake semaphores), each asked both ways.
+        let ls = &inp.locksets;
+        let orders = |x: &Signature, y: &Signature| {
+            ls.barrier_orders(x.thread, &x.locks, y.thread, &y.locks)
+                || ls.flag_orders(x.thread, &x.locks, y.thread, &y.locks)
+                || ls.counter_orders(x.thread, &x.locks, y.thread, &y.locks)
+                || ls.handshake_orders(x.thread, &x.locks, y.thread, &y.locks)
+        };
+        let barrier = orders(a, b) || orders(b, a);
         if protected || instance || once || barrier {
             return None;
         }
