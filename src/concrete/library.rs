@@ -39,6 +39,10 @@ const CLOCK_START: i128 = 1_700_000_000;
 const ENOENT: i32 = 2;
 const ENOTTY: i32 = 25;
 
+/// Bytes of the zeroed block a library function returns as a new object when its result type
+/// gives no size (`char *`, `void *`): an empty string with room to spare.
+const FRESH_RESULT_BYTES: u64 = 256;
+
 /// Processors of the machine a concrete execution runs on.
 const ONLINE_CPUS: i128 = 4;
 
@@ -753,6 +757,13 @@ impl Machine<'_> {
                 };
                 Ok(Ext::Return(self.ret(f, r)?))
             }
+            // `assert` called as a function (no <assert.h> macro): a failed one ends the run.
+            "assert" => {
+                if self.int_arg(vals, 0)? == 0 {
+                    return Err(Stop::new("failed assertion"));
+                }
+                Ok(Ext::Return(None))
+            }
             "isatty" => {
                 self.set_errno(tid, ENOTTY)?;
                 Ok(Ext::Return(self.ret(f, 0)?))
@@ -1174,6 +1185,20 @@ impl Machine<'_> {
                 }
                 Ok(Ext::Return(self.ret(f, t)?))
             }
+            // Byte order: the executions run on a little-endian machine, so network order is
+            // the reverse of the host's.
+            "htons" | "ntohs" | "bswap16" => {
+                let v = self.int_arg(vals, 0)? as u16;
+                Ok(Ext::Return(self.ret(f, i128::from(v.swap_bytes()))?))
+            }
+            "htonl" | "ntohl" | "bswap32" => {
+                let v = self.int_arg(vals, 0)? as u32;
+                Ok(Ext::Return(self.ret(f, i128::from(v.swap_bytes()))?))
+            }
+            "bswap64" => {
+                let v = self.int_arg(vals, 0)? as u64;
+                Ok(Ext::Return(self.ret(f, i128::from(v.swap_bytes()))?))
+            }
             "ffs" | "ffsl" | "ffsll" => {
                 let v = self.int_arg(vals, 0)?;
                 let bits = match vals.first().map(|(_, t)| self.repr(*t)) {
@@ -1316,10 +1341,13 @@ impl Machine<'_> {
             // environment where the call returns (issue "Soundness and recall on real code",
             // item 5).
             _ if !result_used && self.effect_free(f, args.len()) => Ok(Ext::Return(None)),
-            _ => {
-                tracing::debug!(function = name, "unknown function");
-                Err(Stop::new("call of an unknown function"))
-            }
+            _ => match self.specified(f, args, vals, result_used, acc)? {
+                Some(ext) => Ok(ext),
+                None => {
+                    tracing::debug!(function = name, "unknown function");
+                    Err(Stop::new("call of an unknown function"))
+                }
+            },
         }
     }
 
@@ -1381,6 +1409,201 @@ impl Machine<'_> {
             && spec.format.is_none()
             && !spec.noreturn
             && !spec.fork
+    }
+
+    /// Runs a call of `f` from its library specification alone, when the specification says
+    /// everything the call does that the program can see and that its outcome comes from the
+    /// environment (`environment`; issue "Soundness and recall on real code", item 5), or
+    /// when the function changes no memory (the `ignore` role, [`Self::effect_free_result`]).
+    /// The call reads and writes the bytes of its pointer arguments the
+    /// specification names (recorded as accesses, as the static analysis counts them), the
+    /// written bytes hold the specification's `fill` or zero, a pointer it stores through an
+    /// argument is the one another argument holds, and its result is what the specification
+    /// says a returned pointer points to (a new zeroed block for `fresh` and
+    /// `thread-static`, the argument's pointer for `argN`, null for `unknown`) or, for an
+    /// integer, 0 (success for most of POSIX, end of input for reads).
+    ///
+    /// The execution is then one of an environment whose library returned those values: every
+    /// byte and result it chose is one the function may produce (zero bytes, a null pointer or
+    /// 0 are each a possible outcome: an empty name, no entry, success), so a race it
+    /// witnesses is one a real run may show with that environment.
+    ///
+    /// `Ok(None)`: the specification does not say enough (no specification, a callback that
+    /// runs during the call or in a thread, a driven or spawned registry, a fork, a copy, a
+    /// free, a format, a call that does not return, a pointer stored that is not an
+    /// argument's, a floating-point result, a byte count that is not known).
+    fn specified(
+        &mut self,
+        f: FuncId,
+        args: &[Expr],
+        vals: &[(Val, TypeId)],
+        result_used: bool,
+        acc: &mut Acc,
+    ) -> Result<Option<Ext>, Stop> {
+        use crate::model::library::{Bytes, Fill, Pointer, Runs};
+        let spec = match self.roles.get(f) {
+            Some(Role::Library(spec)) if spec.environment => spec,
+            // No effect on memory the program reaches: only the result matters.
+            Some(Role::Ignore) => return self.effect_free_result(f, vals, result_used),
+            _ => return Ok(None),
+        };
+        let synchronous = spec
+            .callbacks
+            .iter()
+            .any(|c| matches!(c.runs, Runs::Sync | Runs::Thread));
+        if synchronous
+            || !spec.drives.is_empty()
+            || !spec.spawns.is_empty()
+            || spec.fork
+            || spec.noreturn
+            || !spec.frees.is_empty()
+            || spec.copies().next().is_some()
+            || spec.format.is_some()
+        {
+            return Ok(None);
+        }
+        let n = args.len();
+        let (reads, writes) = spec.read_written(n);
+        let ptr_size = self.p.types.data_model.pointer_size();
+        // The bytes argument `i` names, from the address it holds (`None`: unknown).
+        let count = |m: &Machine<'_>, i: usize, addr: u64| -> Result<Option<u64>, Stop> {
+            Ok(match spec.bytes(i) {
+                Bytes::Rest => m
+                    .mem
+                    .find(addr)
+                    .map(|(id, off)| m.mem.object(id).size.saturating_sub(off)),
+                Bytes::Pointee => {
+                    let t = m.pointee_of(args.get(i));
+                    t.and_then(|t| m.p.types.size_of(t)).filter(|s| *s > 0)
+                }
+                Bytes::Arg(k) => u64::try_from(m.int_arg(vals, k)?).ok(),
+                Bytes::Product(a, b) => u64::try_from(m.int_arg(vals, a)?)
+                    .ok()
+                    .zip(u64::try_from(m.int_arg(vals, b)?).ok())
+                    .and_then(|(x, y)| x.checked_mul(y)),
+            })
+        };
+        // Every access first (a null optional argument is skipped), then the writes.
+        let mut planned = Vec::new();
+        for i in reads.iter().chain(writes.iter()) {
+            let addr = self.ptr_arg(vals, *i)?;
+            if addr == 0 {
+                continue;
+            }
+            let Some(len) = count(self, *i, addr)? else {
+                return Ok(None);
+            };
+            if len > MAX_OBJECT {
+                return Ok(None);
+            }
+            planned.push((*i, addr, len));
+        }
+        for (i, addr, len) in &planned {
+            if reads.contains(i) {
+                self.read_mem(*addr, *len, acc, true)?;
+            }
+        }
+        for (i, addr, len) in &planned {
+            if writes.contains(i) {
+                let byte = match spec.fill {
+                    Some(Fill::Arg(k)) => self.int_arg(vals, k)? as u8,
+                    Some(Fill::Zero) | None => 0,
+                };
+                self.write_mem(*addr, &vec![byte; *len as usize], acc, true, false)?;
+            }
+        }
+        // Pointers stored through arguments: only another argument's pointer is known.
+        for (k, ptr) in spec.stores() {
+            let Pointer::Arg(src) = ptr else {
+                return Ok(None);
+            };
+            let dst = self.ptr_arg(vals, k)?;
+            if dst == 0 {
+                continue;
+            }
+            let v = self.ptr_arg(vals, src)?;
+            let bytes = v.to_le_bytes();
+            let Some(b) = bytes.get(..ptr_size as usize) else {
+                return Ok(None);
+            };
+            self.write_mem(dst, b, acc, true, false)?;
+        }
+        // The result.
+        let Some(sig) = self.p.types.func_sig(self.p.function(f).ty) else {
+            return Ok(None);
+        };
+        let ret_ty = sig.ret;
+        let result = match self.repr(ret_ty)? {
+            Repr::Void => None,
+            Repr::Ptr { .. } => {
+                let addr = match spec.returns {
+                    Pointer::Unknown => 0,
+                    Pointer::Arg(k) => self.ptr_arg(vals, k)?,
+                    Pointer::Fresh | Pointer::ThreadStatic => {
+                        let size = self
+                            .p
+                            .types
+                            .pointee(ret_ty)
+                            .and_then(|t| self.p.types.size_of(t))
+                            .filter(|s| *s > 1)
+                            .unwrap_or(FRESH_RESULT_BYTES);
+                        let a = self.heap_alloc(size, acc)?;
+                        if a != 0 {
+                            self.write_mem(a, &vec![0; size as usize], acc, false, false)?;
+                        }
+                        a
+                    }
+                    Pointer::Static => return Ok(None),
+                };
+                self.ret(f, addr as i128)?
+            }
+            Repr::Int { .. } => self.ret(f, 0)?,
+            _ => return Ok(None),
+        };
+        Ok(Some(Ext::Return(result)))
+    }
+
+    /// The result of a call of `f` that changes no memory of the program (the `ignore` role):
+    /// nothing when the result is not used, and for the functions of `<math.h>` that [`math`]
+    /// knows their exact value; `Ok(None)` for any other used result (an `ignore` function
+    /// may compute it from its arguments, as `__builtin_bswap32` does).
+    fn effect_free_result(
+        &self,
+        f: FuncId,
+        vals: &[(Val, TypeId)],
+        result_used: bool,
+    ) -> Result<Option<Ext>, Stop> {
+        if !result_used {
+            return Ok(Some(Ext::Return(None)));
+        }
+        let Some(sig) = self.p.types.func_sig(self.p.function(f).ty) else {
+            return Ok(None);
+        };
+        let to = self.repr(sig.ret)?;
+        let result = match to {
+            Repr::Void => None,
+            Repr::Int { .. } | Repr::Ptr { .. } => return Ok(None),
+            Repr::Float { .. } => {
+                let mut xs = Vec::new();
+                for (v, ty) in vals {
+                    let r = self.repr(*ty)?;
+                    match value::convert(v, r, Repr::Float { bytes: 8 })? {
+                        Val::Float(x) => xs.push(x),
+                        _ => return Ok(None),
+                    }
+                }
+                let Some(y) = math(&self.p.function(f).name, &xs) else {
+                    return Ok(None);
+                };
+                Some(value::convert(
+                    &Val::Float(y),
+                    Repr::Float { bytes: 8 },
+                    to,
+                )?)
+            }
+            Repr::Aggregate { .. } => return Ok(None),
+        };
+        Ok(Some(Ext::Return(result)))
     }
 
     /// Records the reads `printf`-style functions make: the format string and every string a
@@ -1631,5 +1854,74 @@ impl Spec {
             out.extend(std::iter::repeat_n(b' ', fill));
             out.extend_from_slice(body);
         }
+    }
+}
+
+/// The value of the `<math.h>` function `name` (`f` and `l` variants included) at `xs`,
+/// computed in double precision (the `float` variants are then rounded to single precision by
+/// the caller's conversion; glibc's own results may differ in the last place). `None` for
+/// other functions or a wrong argument count.
+fn math(name: &str, xs: &[f64]) -> Option<f64> {
+    let base = name.strip_prefix("__builtin_").unwrap_or(name);
+    let known = |n: &str| {
+        [
+            "sqrt", "fabs", "floor", "ceil", "trunc", "round", "exp", "log", "log10", "log2",
+            "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "cbrt", "pow",
+            "atan2", "fmod", "hypot", "fmin", "fmax",
+        ]
+        .contains(&n)
+    };
+    let base = if known(base) {
+        base
+    } else {
+        base.strip_suffix('f')
+            .or_else(|| base.strip_suffix('l'))
+            .filter(|b| known(b))?
+    };
+    Some(match (base, xs) {
+        ("sqrt", [x]) => x.sqrt(),
+        ("fabs", [x]) => x.abs(),
+        ("floor", [x]) => x.floor(),
+        ("ceil", [x]) => x.ceil(),
+        ("trunc", [x]) => x.trunc(),
+        ("round", [x]) => x.round(),
+        ("exp", [x]) => x.exp(),
+        ("log", [x]) => x.ln(),
+        ("log10", [x]) => x.log10(),
+        ("log2", [x]) => x.log2(),
+        ("sin", [x]) => x.sin(),
+        ("cos", [x]) => x.cos(),
+        ("tan", [x]) => x.tan(),
+        ("asin", [x]) => x.asin(),
+        ("acos", [x]) => x.acos(),
+        ("atan", [x]) => x.atan(),
+        ("sinh", [x]) => x.sinh(),
+        ("cosh", [x]) => x.cosh(),
+        ("tanh", [x]) => x.tanh(),
+        ("cbrt", [x]) => x.cbrt(),
+        ("pow", [x, y]) => x.powf(*y),
+        ("atan2", [y, x]) => y.atan2(*x),
+        ("fmod", [x, y]) => x % y,
+        ("hypot", [x, y]) => x.hypot(*y),
+        ("fmin", [x, y]) => x.min(*y),
+        ("fmax", [x, y]) => x.max(*y),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::math;
+
+    #[test]
+    fn math_functions_and_their_variants() {
+        assert_eq!(math("sqrt", &[4.0]), Some(2.0));
+        assert_eq!(math("powf", &[2.0, 3.0]), Some(8.0));
+        assert_eq!(math("__builtin_fabsl", &[-1.5]), Some(1.5));
+        assert_eq!(math("atan2", &[0.0, 1.0]), Some(0.0));
+        // A wrong argument count, an unknown function, a suffix on an unknown stem.
+        assert_eq!(math("pow", &[2.0]), None);
+        assert_eq!(math("frexp", &[1.0]), None);
+        assert_eq!(math("sqrtx", &[4.0]), None);
     }
 }

@@ -32,6 +32,7 @@
 //! | `fill` | `"zero"` or `"argN"` | every written byte holds that byte value (`memset`, `bzero`): pointer fields of a zero fill are null, not pointers the library made up |
 //! | `noreturn` | bool | the function never returns (`exit`) |
 //! | `fork` | bool | the function creates a process and returns 0 in the child, whose only thread is the caller (`fork`): what the child does races with nothing of the parent |
+//! | `environment` | bool | the result and the written bytes come from the environment (the system, the user, files, the network), so any value is one some environment gives: the concrete interpreter runs the call with zero bytes and a zero or null result (`getuid`, `gethostname`, `socket`); never for a function its arguments determine (`strtol`, `sqrt`) |
 //! | `hidden` | `"read"`, `"write"`, `"read-write"` | the call reads / writes the function's hidden state, the object `returns = "static"` points to (`localtime` writes it, `getenv` reads it; `role = "thread-unsafe"` is `"read-write"`) |
 //!
 //! A callback is `{ arg = K, runs = "...", params = [...], registry = "...", deep = bool,
@@ -330,6 +331,14 @@ pub struct LibSpec {
     /// the caller (what the child does races with nothing of the parent).
     #[serde(default)]
     pub fork: bool,
+    /// Its result and the bytes it writes come from the environment (the system, the user,
+    /// files, the network), not from its arguments alone: any value of their types is one
+    /// some environment gives (0 from `getuid`, an empty name from `gethostname`). The
+    /// concrete interpreter then runs the call with zero bytes and a zero or null result
+    /// (issue "Soundness and recall on real code", item 5). Never set for a function whose
+    /// result its arguments determine (`strtol`, `__builtin_bswap32`, `sqrt`).
+    #[serde(default)]
+    pub environment: bool,
 }
 
 /// How a call touches its function's hidden state.
