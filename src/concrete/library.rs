@@ -768,6 +768,46 @@ impl Machine<'_> {
                 self.set_errno(tid, ENOTTY)?;
                 Ok(Ext::Return(self.ret(f, 0)?))
             }
+            // No terminal exists in the environment: terminal attributes cannot be read or set.
+            "tcgetattr" | "tcsetattr" => {
+                self.set_errno(tid, ENOTTY)?;
+                Ok(Ext::Return(self.ret(f, -1)?))
+            }
+            // Exit handlers are registered; an execution looks for witnesses before its exit,
+            // so they never need to run.
+            "atexit" | "at_quick_exit" | "on_exit" => ok(self),
+            // Stream buffering and the system log change nothing the program reads.
+            "setbuf" | "setvbuf" | "setbuffer" | "setlinebuf" | "openlog" | "closelog" => ok(self),
+            "syslog" => {
+                self.format_reads(vals, 1, acc)?;
+                Ok(Ext::Return(None))
+            }
+            // No message catalogue is installed: gettext returns its message id itself, and
+            // setting a text domain (or its directory, or its codeset) returns what was set.
+            "gettext" | "textdomain" => self.same_pointer(f, vals, 0),
+            "dgettext"
+            | "dcgettext"
+            | "dngettext"
+            | "bindtextdomain"
+            | "bind_textdomain_codeset" => self.same_pointer(f, vals, 1),
+            "strerror" => {
+                let text: &[u8] = match self.int_arg(vals, 0)? {
+                    0 => b"Success\0",
+                    2 => b"No such file or directory\0",
+                    25 => b"Inappropriate ioctl for device\0",
+                    _ => {
+                        return Err(Stop::new(
+                            "strerror of an error the environment never gives",
+                        ));
+                    }
+                };
+                let a = self.heap_alloc(text.len() as u64, acc)?;
+                if a == 0 {
+                    return Err(Stop::new("strerror buffer"));
+                }
+                self.write_mem(a, text, acc, false, false)?;
+                Ok(Ext::Return(self.ret(f, i128::from(a))?))
+            }
             // A machine with [`ONLINE_CPUS`] processors and 4 KiB pages; other names stop.
             "sysconf" => match self.int_arg(vals, 0)? {
                 SC_NPROCESSORS_CONF | SC_NPROCESSORS_ONLN => {
@@ -1604,6 +1644,16 @@ impl Machine<'_> {
             Repr::Aggregate { .. } => return Ok(None),
         };
         Ok(Some(Ext::Return(result)))
+    }
+
+    /// Returns argument `i`'s pointer (a text-domain call that returns what it was given);
+    /// a null argument, which asks for the current setting instead, stops the execution.
+    fn same_pointer(&self, f: FuncId, vals: &[(Val, TypeId)], i: usize) -> Result<Ext, Stop> {
+        let p = self.ptr_arg(vals, i)?;
+        if p == 0 {
+            return Err(Stop::new("query of the current text domain"));
+        }
+        Ok(Ext::Return(self.ret(f, i128::from(p))?))
     }
 
     /// Records the reads `printf`-style functions make: the format string and every string a
