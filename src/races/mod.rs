@@ -946,6 +946,12 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
         if a.thread == b.thread && tf[a.thread.0 as usize].unique {
             return None;
         }
+        // Each thread's own element: keys name the bytes whatever the backend resolved (an
+        // origin is an offset in the object both access, or one address), so they hold for
+        // typed targets too.
+        if slots::disjoint(a.slot.as_ref(), b.slot.as_ref()) {
+            return None;
+        }
         // Bytes.
         if let (Target::Addr(x), Target::Addr(y)) = (a.target, b.target) {
             if x.base != y.base || !x.range.overlaps(&y.range) {
@@ -975,10 +981,6 @@ impl<'p, B: Backend<'p>> Checker<'_, '_, 'p, B> {
             if let Base::Heap { func, edge, .. } = x.base
                 && inp.private.contains(&(func, edge))
             {
-                return None;
-            }
-            // Each thread's own element of the object.
-            if slots::disjoint(a.slot.as_ref(), b.slot.as_ref()) {
                 return None;
             }
         }

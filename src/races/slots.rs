@@ -8,7 +8,8 @@
 //! ```
 //!
 //! An access is *keyed* when the bytes it touches are `origin + v * stride + [lo, hi)` inside
-//! some object, where `origin` is one exact byte offset, `[lo, hi)` lies inside one element
+//! some object, where `origin` is one exact byte offset (or, in a create loop, the address a
+//! pointer local holds that the loop never changes: [`OriginKey`]), `[lo, hi)` lies inside one element
 //! (`hi <= stride`), and `v` is a value taken from a *domain* of values that differ between
 //! any two threads holding them (see [`SlotKey`]). Two keyed accesses of one domain with the
 //! same `origin` and `stride`, made by different threads, touch different bytes: in one object
@@ -26,7 +27,9 @@
 //!   nested in another loop, never entered again once left), so each
 //!   thread of the create statement (peeled copies included, [`crate::ir::unroll`]) gets its own
 //!   value. Inside the thread, the entry's parameter and locals copied once from it hold that
-//!   value. The creator's own accesses to the counter's element before the create of that
+//!   value. The element's address may also reach the create through a pointer local the loop
+//!   sets once per iteration, before the create (`t = a + i; t->x = ..; create(.., t)`); the
+//!   creator's accesses through it before the create are keyed like `a[i].x`. The creator's own accesses to the counter's element before the create of that
 //!   iteration are keyed too: they touch elements of later threads only, which start after
 //!   them.
 //! - **Tickets** ([`Domain::Ticket`]): a global counter read and incremented in one
@@ -81,8 +84,8 @@ pub enum Holder {
 pub enum Span {
     /// Bytes `origin + v * stride + [lo, hi)` of an object.
     Element {
-        /// Byte offset of element 0 in the object.
-        origin: i64,
+        /// Where element 0 is.
+        origin: OriginKey,
         /// Element size in bytes.
         stride: u64,
         /// First byte touched inside the element.
@@ -92,6 +95,19 @@ pub enum Span {
     },
     /// Bytes of the object `v` points to (the values are distinct live objects).
     Object,
+}
+
+/// Where element 0 of a keyed access lies: two keys of one domain name the same bytes for
+/// the same value only when their origins are equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OriginKey {
+    /// This exact byte offset in the object.
+    Offset(i64),
+    /// The address a pointer local of the creating function holds, plus these bytes: the
+    /// local keeps one value in the whole create loop (not written there, address not taken),
+    /// so it names one address for the creator and every thread of the loop, where the
+    /// backend cannot say which (only for [`Domain::Loop`]).
+    Pointer(LocalId, u64),
 }
 
 /// A keyed access: the bytes of `span` for a value `v` of `domain` (see the module
@@ -156,7 +172,7 @@ enum KeyKind {
     Counter,
     /// The address of the counter's element: the exact offset of element 0, the element size,
     /// and the offset of the passed address inside its element.
-    Element(i64, u64, u64),
+    Element(OriginKey, u64, u64),
     /// A fresh object, allocated since the previous create.
     Object,
 }
@@ -182,6 +198,10 @@ struct LoopFamily {
     creates: Vec<EdgeId>,
     /// The statements that give the counter (or the object local) its next value.
     steps: Vec<EdgeId>,
+    /// A pointer local the loop sets to the counter's element once per iteration and passes
+    /// to the create (`t = a + i; t->x = ...; pthread_create(.., t)`), with the statements
+    /// setting it (the original and its peeled copies).
+    alias: Option<(LocalId, Vec<EdgeId>)>,
 }
 
 /// A local holding tickets: every write of it is a ticket read.
@@ -281,7 +301,7 @@ impl Slots {
         let indexed = indexed(program, func, lv);
         let element = |ix: &Indexed<'_>, domain, holder| {
             let origin = ix.origin_offset(backend, &at())?;
-            Some(ix.key(domain, holder, origin))
+            Some(ix.key(domain, holder, OriginKey::Offset(origin)))
         };
         // A created thread's own element or object (in its entry, or in a helper the key is
         // passed to).
@@ -349,6 +369,43 @@ impl Slots {
                 }
             }
         }
+        // The creator's accesses through the alias of the element of the thread it creates
+        // next: set in this iteration, before that thread's create.
+        if let Some(fams) = self.creators.get(&tc.thread)
+            && let Some((q, lo, hi)) = through_pointer(program, lv)
+        {
+            for &k in fams {
+                let fam = &self.families[k];
+                let (Some((t, defs)), KeyKind::Element(origin, stride, off)) =
+                    (&fam.alias, fam.kind)
+                else {
+                    continue;
+                };
+                if fam.id.0 == func
+                    && fam.creator_ctx == Some(ctx)
+                    && *t == q
+                    && fam.region.get(node.0 as usize).copied().unwrap_or(false)
+                    && dominated(cfg, node, defs)
+                    && !fam
+                        .creates
+                        .iter()
+                        .any(|c| cfg.reaches(cfg.edge(*c).dst, node, defs))
+                    && let (Some(lo), Some(hi)) = (off.checked_add(lo), off.checked_add(hi))
+                    && hi <= stride
+                {
+                    return Some(SlotKey {
+                        domain: Domain::Loop(fam.id.0, fam.id.1),
+                        holder: Holder::Creator,
+                        span: Span::Element {
+                            origin,
+                            stride,
+                            lo,
+                            hi,
+                        },
+                    });
+                }
+            }
+        }
         let ix = indexed?;
         if let Some(fams) = self.creators.get(&tc.thread) {
             for &k in fams {
@@ -358,10 +415,17 @@ impl Slots {
                     && fam.region.get(node.0 as usize).copied().unwrap_or(false)
                     && chain_local(types, ix.index, fam.bits) == Some(fam.counter)
                     && before_create(fam)
-                    && let Some(key) =
-                        element(&ix, Domain::Loop(fam.id.0, fam.id.1), Holder::Creator)
                 {
-                    return Some(key);
+                    let domain = Domain::Loop(fam.id.0, fam.id.1);
+                    if let Some(key) = element(&ix, domain, Holder::Creator) {
+                        return Some(key);
+                    }
+                    // The loop's fixed pointer local, when the family's origin is one.
+                    if let KeyKind::Element(o @ OriginKey::Pointer(l, pre), _, _) = fam.kind
+                        && ix.origin_pointer(types) == Some((l, pre))
+                    {
+                        return Some(ix.key(domain, Holder::Creator, o));
+                    }
                 }
             }
         }
@@ -371,7 +435,7 @@ impl Slots {
         if chain_local(types, ix.index, t.bits) != Some(l) || !dominated(cfg, node, &t.defs) {
             return None;
         }
-        let origin = ix.origin_offset(backend, &at())?;
+        let origin = OriginKey::Offset(ix.origin_offset(backend, &at())?);
         Some(ix.key(
             Domain::Ticket {
                 counter: t.counter,
@@ -447,7 +511,16 @@ impl Indexed<'_> {
             .checked_add(i64::try_from(self.prefix).ok()?)
     }
 
-    fn key(&self, domain: Domain, holder: Holder, origin: i64) -> SlotKey {
+    /// The pointer local (and the bytes after it) that element 0 lies at, for an origin
+    /// that is a pointer local (through pointer casts).
+    fn origin_pointer(&self, types: &TypeTable) -> Option<(LocalId, u64)> {
+        match self.origin {
+            Origin::Ptr(e) => Some((chain_local(types, e, pointer_bits(types))?, self.prefix)),
+            Origin::Object => None,
+        }
+    }
+
+    fn key(&self, domain: Domain, holder: Holder, origin: OriginKey) -> SlotKey {
         SlotKey {
             domain,
             holder,
@@ -717,12 +790,23 @@ fn loop_families<'p, B: Backend<'p>>(
                     .filter(|(_, e)| e.peel > 0 && same(e))
                     .map(|(i, _)| EdgeId(i as u32)),
             );
-            // A fresh object.
+            // A fresh object, or a local holding the counter's element.
+            let mut arg = arg;
+            let mut alias = None;
             if let Some(t) = chain_local(types, arg, pointer_bits(types))
                 && matches!(types.kind(f.local(t).ty), TypeKind::Pointer(_))
             {
-                out.extend(object_family(program, roles, func, c, all, t));
-                continue;
+                if let Some(fam) = object_family(program, roles, func, c, all.clone(), t) {
+                    out.push(fam);
+                    continue;
+                }
+                match element_alias(cfg, f, &writes, &taken, t) {
+                    Some((rhs, defs)) => {
+                        arg = rhs;
+                        alias = Some((t, defs));
+                    }
+                    None => continue,
+                }
             }
             // The one loop around the create.
             let around: Vec<&(NodeId, Vec<bool>)> = heads
@@ -816,6 +900,48 @@ fn loop_families<'p, B: Backend<'p>>(
                     continue;
                 }
             }
+            // An alias is set in the loop, before every create and after every step, from an
+            // origin the loop does not change, and never twice without a step.
+            if let Some((_, defs)) = &alias {
+                let origin_fixed = match &elem {
+                    Some((ix, _)) => match ix.origin {
+                        Origin::Ptr(e) => {
+                            let mut moved = false;
+                            walk_expr(e, &mut |x| {
+                                if let ExprKind::Load(lv) = &x.kind
+                                    && let Host::Var(Var::Local(l)) = lv.host
+                                {
+                                    moved |= taken.contains(&l)
+                                        || writes
+                                            .get(&l)
+                                            .into_iter()
+                                            .flatten()
+                                            .any(|w| region[cfg.edge(*w).src.0 as usize]);
+                                }
+                            });
+                            !moved
+                        }
+                        Origin::Object => true,
+                    },
+                    None => false,
+                };
+                let set_before = all.iter().all(|x| {
+                    let at = cfg.edge(*x).src;
+                    dominated(cfg, at, defs)
+                        && steps
+                            .iter()
+                            .all(|st| !cfg.reaches(cfg.edge(*st).dst, at, defs))
+                });
+                let once = defs.iter().all(|a| {
+                    region[cfg.edge(*a).src.0 as usize]
+                        && defs
+                            .iter()
+                            .all(|b| !cfg.reaches(cfg.edge(*a).dst, cfg.edge(*b).src, &steps))
+                });
+                if !(origin_fixed && set_before && once) {
+                    continue;
+                }
+            }
             // A step between any two creates.
             let again = all.iter().any(|a| {
                 all.iter()
@@ -891,7 +1017,21 @@ fn loop_families<'p, B: Backend<'p>>(
                         if !locksets.reachable(parent, creator_ctx, cfg.edge(*x).src) {
                             continue;
                         }
-                        match ix.origin_offset(backend, &ptc.context(creator_ctx, *x)) {
+                        // The exact offset, else a pointer local the loop never changes.
+                        let here = ix
+                            .origin_offset(backend, &ptc.context(creator_ctx, *x))
+                            .map(OriginKey::Offset)
+                            .or_else(|| {
+                                let (l, pre) = ix.origin_pointer(types)?;
+                                let fixed = !taken.contains(&l)
+                                    && writes
+                                        .get(&l)
+                                        .into_iter()
+                                        .flatten()
+                                        .all(|w| !region[cfg.edge(*w).src.0 as usize]);
+                                fixed.then_some(OriginKey::Pointer(l, pre))
+                            });
+                        match here {
                             Some(o) if origin.is_none_or(|p| p == o) => origin = Some(o),
                             _ => ok = false,
                         }
@@ -914,10 +1054,39 @@ fn loop_families<'p, B: Backend<'p>>(
                 region,
                 creates: all,
                 steps,
+                alias,
             });
         }
     }
     out
+}
+
+/// For a pointer local `t` that is not a parameter and whose address is not taken, set only
+/// by statements `t = <element address>` of one source location (a statement and its peeled
+/// copies): the element address and those statements.
+fn element_alias<'a>(
+    cfg: &'a Cfg,
+    f: &crate::ir::Function,
+    writes: &FxHashMap<LocalId, Vec<EdgeId>>,
+    taken: &FxHashSet<LocalId>,
+    t: LocalId,
+) -> Option<(&'a Expr, Vec<EdgeId>)> {
+    if taken.contains(&t) || f.params.contains(&t) {
+        return None;
+    }
+    let defs = writes.get(&t)?.clone();
+    let first = cfg.edge(*defs.first()?);
+    let Op::Assign { lhs, rhs } = &first.op else {
+        return None;
+    };
+    if whole_local(lhs) != Some(t)
+        || defs
+            .iter()
+            .any(|d| cfg.edge(*d).op != first.op || cfg.edge(*d).loc != first.loc)
+    {
+        return None;
+    }
+    Some((rhs, defs))
 }
 
 /// The family of create `c` (with peeled copies `all`) passing local `t`, when every write of
@@ -976,6 +1145,7 @@ fn object_family(
         region: Vec::new(),
         creates: all,
         steps,
+        alias: None,
     })
 }
 
@@ -1593,7 +1763,7 @@ mod tests {
             domain,
             holder,
             span: Span::Element {
-                origin,
+                origin: OriginKey::Offset(origin),
                 stride: 8,
                 lo,
                 hi,
@@ -1608,6 +1778,36 @@ mod tests {
         let b = elem(d, Holder::Creator, 0, 4, 8);
         assert!(disjoint(Some(&a), Some(&b)));
         assert!(disjoint(Some(&a), Some(&a)));
+    }
+
+    #[test]
+    fn pointer_origins_match_only_the_same_local() {
+        let d = Domain::Loop(FuncId(0), EdgeId(3));
+        let at = |origin, holder| SlotKey {
+            domain: d,
+            holder,
+            span: Span::Element {
+                origin,
+                stride: 8,
+                lo: 0,
+                hi: 4,
+            },
+        };
+        let p = OriginKey::Pointer(LocalId(1), 0);
+        assert!(disjoint(
+            Some(&at(p, Holder::Instance)),
+            Some(&at(p, Holder::Creator))
+        ));
+        for other in [
+            OriginKey::Pointer(LocalId(2), 0),
+            OriginKey::Pointer(LocalId(1), 8),
+            OriginKey::Offset(0),
+        ] {
+            assert!(!disjoint(
+                Some(&at(p, Holder::Instance)),
+                Some(&at(other, Holder::Creator))
+            ));
+        }
     }
 
     #[test]
