@@ -66,6 +66,21 @@ pub(crate) fn counted_loops(
     func: FuncId,
     allow_joins: bool,
 ) -> Vec<CountedLoop> {
+    counted_loops_with(program, roles, func, allow_joins, false)
+}
+
+/// [`counted_loops`], with `allow_calls`: bodies may also call functions of the program. Such
+/// a loop need not terminate (a call may not return), but every iteration that completes
+/// moves the counter, and the counter and the bound (locals whose address is not taken) are
+/// not the callees' to change: what holds after the loop on the paths that leave it still
+/// holds (the create and join loops of [`join_loops`]).
+pub(crate) fn counted_loops_with(
+    program: &Program,
+    roles: &Roles,
+    func: FuncId,
+    allow_joins: bool,
+    allow_calls: bool,
+) -> Vec<CountedLoop> {
     let mut out = Vec::new();
     let Some(cfg) = &program.function(func).body else {
         return out;
@@ -185,11 +200,11 @@ pub(crate) fn counted_loops(
                             let defined = program.function(*g).body.is_some()
                                 && matches!(roles.get(*g), None | Some(Role::AtomicFunction));
                             let join = matches!(roles.get(*g), Some(Role::ThreadJoin { .. }));
-                            if defined || (join && !allow_joins) {
+                            if (defined && !allow_calls) || (join && !allow_joins) {
                                 ok = false;
                             }
                         }
-                        Callee::Indirect(_) => ok = false,
+                        Callee::Indirect(_) => ok &= allow_calls,
                     }
                 }
                 Op::Asm { .. } => ok = false,
@@ -640,7 +655,7 @@ pub(super) fn join_loops(program: &Program, roles: &Roles, func: FuncId) -> Vec<
     let Some(cfg) = &program.function(func).body else {
         return out;
     };
-    let loops = counted_loops(program, roles, func, true);
+    let loops = counted_loops_with(program, roles, func, true, true);
     if loops.is_empty() {
         return out;
     }

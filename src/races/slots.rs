@@ -886,16 +886,17 @@ fn loop_families<'p, B: Backend<'p>>(
             let up = dirs.contains(&1);
             // An unsigned counter must not wrap: the loop test stops it first.
             if !signed {
-                let tested = crate::mhp::loops::counted_loops(program, roles, func, true)
-                    .iter()
-                    .any(|l| {
-                        cfg.edge(l.exit).src == *head
-                            && l.counter == counter
-                            && matches!(
-                                (l.op, up),
-                                (BinOp::Lt | BinOp::Ne, true) | (BinOp::Gt | BinOp::Ne, false)
-                            )
-                    });
+                let tested = stops_before_wrap(types, cfg, *head, counter, csize, up)
+                    || crate::mhp::loops::counted_loops(program, roles, func, true)
+                        .iter()
+                        .any(|l| {
+                            cfg.edge(l.exit).src == *head
+                                && l.counter == counter
+                                && matches!(
+                                    (l.op, up),
+                                    (BinOp::Lt | BinOp::Ne, true) | (BinOp::Gt | BinOp::Ne, false)
+                                )
+                        });
                 if !tested {
                     continue;
                 }
@@ -1059,6 +1060,55 @@ fn loop_families<'p, B: Backend<'p>>(
         }
     }
     out
+}
+
+/// Whether the test at loop head `head` keeps the unsigned `counter` (of `size` bytes) from
+/// wrapping: the loop goes on only while `counter < x` (moving up; `counter > x` moving down;
+/// `counter != x` either way), compared in the counter's own width, whatever `x` is. A step
+/// of one after a passed test then never leaves the counter's range, whatever the body calls.
+fn stops_before_wrap(
+    types: &TypeTable,
+    cfg: &Cfg,
+    head: NodeId,
+    counter: LocalId,
+    size: u64,
+    up: bool,
+) -> bool {
+    let node = cfg.node(head);
+    let [s0, s1] = node.succs.as_slice() else {
+        return false;
+    };
+    let body = cfg.loop_body(head);
+    let (e0, e1) = (cfg.edge(*s0), cfg.edge(*s1));
+    let (Op::Assume { cond, branch: b0 }, Op::Assume { branch: b1, .. }) = (&e0.op, &e1.op) else {
+        return false;
+    };
+    let stay = match (body[e0.dst.0 as usize], body[e1.dst.0 as usize]) {
+        (true, false) => *b0,
+        (false, true) => *b1,
+        _ => return false,
+    };
+    if b0 == b1 {
+        return false;
+    }
+    let ExprKind::Binary(op, a, b) = &strip_casts(cond).kind else {
+        return false;
+    };
+    let (side, op) = if crate::ir::visit::local_of(a) == Some(counter) {
+        (a, *op)
+    } else if crate::ir::visit::local_of(b) == Some(counter) {
+        (b, op.mirrored())
+    } else {
+        return false;
+    };
+    let op = if stay { Some(op) } else { op.negated() };
+    let unsigned = matches!(types.kind(side.ty), TypeKind::Int(k) if !k.is_signed());
+    unsigned
+        && types.size_of(side.ty) == Some(size)
+        && matches!(
+            (op, up),
+            (Some(BinOp::Lt | BinOp::Ne), true) | (Some(BinOp::Gt | BinOp::Ne), false)
+        )
 }
 
 /// For a pointer local `t` that is not a parameter and whose address is not taken, set only
