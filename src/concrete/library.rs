@@ -1381,13 +1381,21 @@ impl Machine<'_> {
             // environment where the call returns (issue "Soundness and recall on real code",
             // item 5).
             _ if !result_used && self.effect_free(f, args.len()) => Ok(Ext::Return(None)),
-            _ => match self.specified(f, args, vals, result_used, acc)? {
-                Some(ext) => Ok(ext),
-                None => {
+            _ => {
+                let roles = self.roles;
+                let ext = match roles.get(f) {
+                    // No effect on memory the program reaches: only the result matters.
+                    Some(Role::Ignore) => self.effect_free_result(f, vals, result_used)?,
+                    Some(Role::Library(spec)) if spec.environment => {
+                        self.environment_call(f, spec, args, vals, acc)?
+                    }
+                    _ => None,
+                };
+                ext.ok_or_else(|| {
                     tracing::debug!(function = name, "unknown function");
-                    Err(Stop::new("call of an unknown function"))
-                }
-            },
+                    Stop::new("call of an unknown function")
+                })
+            }
         }
     }
 
@@ -1451,10 +1459,9 @@ impl Machine<'_> {
             && !spec.fork
     }
 
-    /// Runs a call of `f` from its library specification alone, when the specification says
-    /// everything the call does that the program can see and that its outcome comes from the
-    /// environment (`environment`; issue "Soundness and recall on real code", item 5), or
-    /// when the function changes no memory (the `ignore` role, [`Self::effect_free_result`]).
+    /// Runs a call of `f` from its library specification `spec` alone, when the specification
+    /// says everything the call does that the program can see and that its outcome comes from
+    /// the environment (`environment`; issue "Soundness and recall on real code", item 5).
     /// The call reads and writes the bytes of its pointer arguments the
     /// specification names (recorded as accesses, as the static analysis counts them), the
     /// written bytes hold the specification's `fill` or zero, a pointer it stores through an
@@ -1468,25 +1475,19 @@ impl Machine<'_> {
     /// 0 are each a possible outcome: an empty name, no entry, success), so a race it
     /// witnesses is one a real run may show with that environment.
     ///
-    /// `Ok(None)`: the specification does not say enough (no specification, a callback that
-    /// runs during the call or in a thread, a driven or spawned registry, a fork, a copy, a
-    /// free, a format, a call that does not return, a pointer stored that is not an
-    /// argument's, a floating-point result, a byte count that is not known).
-    fn specified(
+    /// `Ok(None)`: the specification does not say enough (a callback that runs during the
+    /// call or in a thread, a driven or spawned registry, a fork, a copy, a free, a format, a
+    /// call that does not return, a pointer stored that is not an argument's, a
+    /// floating-point result, a byte count that is not known).
+    fn environment_call(
         &mut self,
         f: FuncId,
+        spec: &crate::model::library::LibSpec,
         args: &[Expr],
         vals: &[(Val, TypeId)],
-        result_used: bool,
         acc: &mut Acc,
     ) -> Result<Option<Ext>, Stop> {
         use crate::model::library::{Bytes, Fill, Pointer, Runs};
-        let spec = match self.roles.get(f) {
-            Some(Role::Library(spec)) if spec.environment => spec,
-            // No effect on memory the program reaches: only the result matters.
-            Some(Role::Ignore) => return self.effect_free_result(f, vals, result_used),
-            _ => return Ok(None),
-        };
         let synchronous = spec
             .callbacks
             .iter()
@@ -1523,9 +1524,13 @@ impl Machine<'_> {
                     .and_then(|(x, y)| x.checked_mul(y)),
             })
         };
-        // Every access first (a null optional argument is skipped), then the writes.
+        // Every access first (a null optional argument is skipped), then the reads, then the
+        // writes; an argument both read and written is planned once.
+        let mut args_accessed: Vec<usize> = reads.iter().chain(writes.iter()).copied().collect();
+        args_accessed.sort_unstable();
+        args_accessed.dedup();
         let mut planned = Vec::new();
-        for i in reads.iter().chain(writes.iter()) {
+        for i in &args_accessed {
             let addr = self.ptr_arg(vals, *i)?;
             if addr == 0 {
                 continue;

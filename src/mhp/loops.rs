@@ -54,6 +54,41 @@ pub(crate) struct CountedLoop {
     pub step: Option<i128>,
 }
 
+/// The test of loop head `head` (of the loop whose nodes `body` marks): the edge that leaves
+/// the loop, and the comparison `a OP b` under which the loop goes on (the head's condition,
+/// negated when the loop goes on where it fails; other operators as they are). `None` when
+/// the head is not a two-way branch with one way out of the loop.
+pub(crate) fn continue_test<'c>(
+    cfg: &'c Cfg,
+    head: NodeId,
+    body: &[bool],
+) -> Option<(EdgeId, BinOp, &'c Expr, &'c Expr)> {
+    let [s0, s1] = cfg.node(head).succs.as_slice() else {
+        return None;
+    };
+    let (e0, e1) = (cfg.edge(*s0), cfg.edge(*s1));
+    let (Op::Assume { cond, branch: b0 }, Op::Assume { branch: b1, .. }) = (&e0.op, &e1.op) else {
+        return None;
+    };
+    if b0 == b1 {
+        return None;
+    }
+    let (stay, exit) = match (body[e0.dst.0 as usize], body[e1.dst.0 as usize]) {
+        (true, false) => (*b0, *s1),
+        (false, true) => (*b1, *s0),
+        _ => return None,
+    };
+    let ExprKind::Binary(op, a, b) = &strip_casts(cond).kind else {
+        return None;
+    };
+    let op = if stay {
+        *op
+    } else {
+        op.negated().unwrap_or(*op)
+    };
+    Some((exit, op, a, b))
+}
+
 /// The counted loops of `func`: loops whose test compares a local counter with a constant or a
 /// local the loop does not change, whose body moves the counter towards the bound by constant
 /// steps and contains no nested loop, no call of a defined function and no join. Such a loop
@@ -95,30 +130,14 @@ pub(crate) fn counted_loops_with(
         }
         let h = NodeId(hi as u32);
         let body = cfg.loop_body(h);
-        let (e0, e1) = (cfg.edge(head.succs[0]), cfg.edge(head.succs[1]));
-        let (Op::Assume { cond, branch: b0 }, Op::Assume { branch: b1, .. }) = (&e0.op, &e1.op)
-        else {
-            continue;
-        };
-        if b0 == b1 {
-            continue;
-        }
-        // The edge that stays in the loop, and its condition as "continue while".
-        let (stay_branch, exit) = if body[e0.dst.0 as usize] && !body[e1.dst.0 as usize] {
-            (*b0, head.succs[1])
-        } else if body[e1.dst.0 as usize] && !body[e0.dst.0 as usize] {
-            (*b1, head.succs[0])
-        } else {
-            continue;
-        };
-        let ExprKind::Binary(op, a, b) = &strip_casts(cond).kind else {
+        let Some((exit, op, a, b)) = continue_test(cfg, h, &body) else {
             continue;
         };
         let (counter, bound, op) = match (local_of(a), local_of(b)) {
             (Some(i), _)
                 if b.as_int().is_some() || local_of(b).is_some() || global_of(b).is_some() =>
             {
-                (i, b, *op)
+                (i, b, op)
             }
             (None, Some(i)) if a.as_int().is_some() => (i, a, op.mirrored()),
             _ => continue,
@@ -135,11 +154,6 @@ pub(crate) fn counted_loops_with(
         let bound_local = match bound {
             Bound::Local(l) => Some(l),
             Bound::Const(_) | Bound::Global(_) => None,
-        };
-        let op = if stay_branch {
-            op
-        } else {
-            op.negated().unwrap_or(op)
         };
         // Direction the counter must move while the loop continues.
         let up = match op {

@@ -1248,27 +1248,24 @@ impl Merge for MhpFact {
         (!o.certain || self.certain)
             && (self.ret.is_none() || self.ret == o.ret)
             && (self.joined_unknown || !o.joined_unknown)
-            && (o.may_created.is_subset(&self.may_created)
-                && o.may_active.is_subset(&self.may_active)
-                && self.must_active.is_subset(&o.must_active)
-                && (!o.certain || self.certain)
-                && self.cons.iter().all(|(fu, l, i, _)| {
-                    o.cons
-                        .iter()
-                        .any(|(g, x, j, _)| g == fu && x == l && j.leq(i))
-                })
-                && (!o.certain || self.cons == o.cons)
-                && self.ids.iter().all(|p| o.ids.contains(p))
-                && self.alt_ids.iter().all(|p| o.alt_ids.contains(p))
-                && self.joined.is_subset(&o.joined)
-                && self.created_joined.is_subset(&o.created_joined)
-                && (self.joined_unknown || !o.joined_unknown)
-                && self
-                    .fresh
+            && o.may_created.is_subset(&self.may_created)
+            && o.may_active.is_subset(&self.may_active)
+            && self.must_active.is_subset(&o.must_active)
+            && self.cons.iter().all(|(fu, l, i, _)| {
+                o.cons
                     .iter()
-                    .all(|c| o.fresh.contains(&c) || !o.may_active.contains(&c))
-                && self.flags.iter().all(|x| o.flags.contains(x))
-                && (self.ret.is_none() || self.ret == o.ret))
+                    .any(|(g, x, j, _)| g == fu && x == l && j.leq(i))
+            })
+            && (!o.certain || self.cons == o.cons)
+            && self.ids.iter().all(|p| o.ids.contains(p))
+            && self.alt_ids.iter().all(|p| o.alt_ids.contains(p))
+            && self.joined.is_subset(&o.joined)
+            && self.created_joined.is_subset(&o.created_joined)
+            && self
+                .fresh
+                .iter()
+                .all(|c| o.fresh.contains(&c) || !o.may_active.contains(&c))
+            && self.flags.iter().all(|x| o.flags.contains(x))
     }
 }
 

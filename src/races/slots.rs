@@ -9,8 +9,8 @@
 //!
 //! An access is *keyed* when the bytes it touches are `origin + v * stride + [lo, hi)` inside
 //! some object, where `origin` is one exact byte offset (or, in a create loop, the address a
-//! pointer local holds that the loop never changes: [`OriginKey`]), `[lo, hi)` lies inside one element
-//! (`hi <= stride`), and `v` is a value taken from a *domain* of values that differ between
+//! pointer local holds that the loop never changes: [`OriginKey`]), `[lo, hi)` lies inside
+//! one element (`hi <= stride`), and `v` is a value taken from a *domain* of values that differ between
 //! any two threads holding them (see [`SlotKey`]). Two keyed accesses of one domain with the
 //! same `origin` and `stride`, made by different threads, touch different bytes: in one object
 //! their elements differ, and different objects never share bytes. Every other access is
@@ -29,9 +29,9 @@
 //!   value. Inside the thread, the entry's parameter and locals copied once from it hold that
 //!   value. The element's address may also reach the create through a pointer local the loop
 //!   sets once per iteration, before the create (`t = a + i; t->x = ..; create(.., t)`); the
-//!   creator's accesses through it before the create are keyed like `a[i].x`. The creator's own accesses to the counter's element before the create of that
-//!   iteration are keyed too: they touch elements of later threads only, which start after
-//!   them.
+//!   creator's accesses through it before the create are keyed like `a[i].x`. The
+//!   creator's own accesses to the counter's element before the create of that iteration are
+//!   keyed too: they touch elements of later threads only, which start after them.
 //! - **Tickets** ([`Domain::Ticket`]): a global counter read and incremented in one
 //!   straight-line critical section (`j = next; next++;` under a lock held at every increment
 //!   and every such read), and otherwise only incremented (or set before any thread exists).
@@ -863,6 +863,16 @@ fn loop_families<'p, B: Backend<'p>>(
             if all.iter().any(|x| !region[cfg.edge(*x).src.0 as usize]) {
                 continue;
             }
+            // A local that keeps one value throughout the loop: no write of it there, and no
+            // pointer to it.
+            let fixed = |l: LocalId| {
+                !taken.contains(&l)
+                    && writes
+                        .get(&l)
+                        .into_iter()
+                        .flatten()
+                        .all(|w| !region[cfg.edge(*w).src.0 as usize])
+            };
             // Every write of the counter in the region is a step of one, all in one direction.
             let mut steps = Vec::new();
             let mut dirs = FxHashSet::default();
@@ -886,7 +896,7 @@ fn loop_families<'p, B: Backend<'p>>(
             let up = dirs.contains(&1);
             // An unsigned counter must not wrap: the loop test stops it first.
             if !signed {
-                let tested = stops_before_wrap(types, cfg, *head, counter, csize, up)
+                let tested = stops_before_wrap(types, cfg, *head, body, counter, csize, up)
                     || crate::mhp::loops::counted_loops(program, roles, func, true)
                         .iter()
                         .any(|l| {
@@ -912,12 +922,7 @@ fn loop_families<'p, B: Backend<'p>>(
                                 if let ExprKind::Load(lv) = &x.kind
                                     && let Host::Var(Var::Local(l)) = lv.host
                                 {
-                                    moved |= taken.contains(&l)
-                                        || writes
-                                            .get(&l)
-                                            .into_iter()
-                                            .flatten()
-                                            .any(|w| region[cfg.edge(*w).src.0 as usize]);
+                                    moved |= !fixed(l);
                                 }
                             });
                             !moved
@@ -1024,13 +1029,7 @@ fn loop_families<'p, B: Backend<'p>>(
                             .map(OriginKey::Offset)
                             .or_else(|| {
                                 let (l, pre) = ix.origin_pointer(types)?;
-                                let fixed = !taken.contains(&l)
-                                    && writes
-                                        .get(&l)
-                                        .into_iter()
-                                        .flatten()
-                                        .all(|w| !region[cfg.edge(*w).src.0 as usize]);
-                                fixed.then_some(OriginKey::Pointer(l, pre))
+                                fixed(l).then_some(OriginKey::Pointer(l, pre))
                             });
                         match here {
                             Some(o) if origin.is_none_or(|p| p == o) => origin = Some(o),
@@ -1062,52 +1061,35 @@ fn loop_families<'p, B: Backend<'p>>(
     out
 }
 
-/// Whether the test at loop head `head` keeps the unsigned `counter` (of `size` bytes) from
-/// wrapping: the loop goes on only while `counter < x` (moving up; `counter > x` moving down;
+/// Whether the test at loop head `head` (of the loop whose nodes `body` marks) keeps the
+/// unsigned `counter` (of `size` bytes) from wrapping: the loop goes on only while `counter < x` (moving up; `counter > x` moving down;
 /// `counter != x` either way), compared in the counter's own width, whatever `x` is. A step
 /// of one after a passed test then never leaves the counter's range, whatever the body calls.
 fn stops_before_wrap(
     types: &TypeTable,
     cfg: &Cfg,
     head: NodeId,
+    body: &[bool],
     counter: LocalId,
     size: u64,
     up: bool,
 ) -> bool {
-    let node = cfg.node(head);
-    let [s0, s1] = node.succs.as_slice() else {
-        return false;
-    };
-    let body = cfg.loop_body(head);
-    let (e0, e1) = (cfg.edge(*s0), cfg.edge(*s1));
-    let (Op::Assume { cond, branch: b0 }, Op::Assume { branch: b1, .. }) = (&e0.op, &e1.op) else {
-        return false;
-    };
-    let stay = match (body[e0.dst.0 as usize], body[e1.dst.0 as usize]) {
-        (true, false) => *b0,
-        (false, true) => *b1,
-        _ => return false,
-    };
-    if b0 == b1 {
-        return false;
-    }
-    let ExprKind::Binary(op, a, b) = &strip_casts(cond).kind else {
+    let Some((_, op, a, b)) = crate::mhp::loops::continue_test(cfg, head, body) else {
         return false;
     };
     let (side, op) = if crate::ir::visit::local_of(a) == Some(counter) {
-        (a, *op)
+        (a, op)
     } else if crate::ir::visit::local_of(b) == Some(counter) {
         (b, op.mirrored())
     } else {
         return false;
     };
-    let op = if stay { Some(op) } else { op.negated() };
     let unsigned = matches!(types.kind(side.ty), TypeKind::Int(k) if !k.is_signed());
     unsigned
         && types.size_of(side.ty) == Some(size)
         && matches!(
             (op, up),
-            (Some(BinOp::Lt | BinOp::Ne), true) | (Some(BinOp::Gt | BinOp::Ne), false)
+            (BinOp::Lt | BinOp::Ne, true) | (BinOp::Gt | BinOp::Ne, false)
         )
 }
 
