@@ -1,5 +1,6 @@
 //! Whole projects: a compilation database of two translation units is one program; the race
-//! across the units is found through `-p` and the locked variant is clean; a database with
+//! across the units is found through `-p` and the locked variant is clean; a struct both
+//! units define is one type; a database with
 //! two programs analyses each; `--changed` reports only the races touching the given files
 //! and `--diff-base` only the new ones, which is what the pre-commit hook relies on (tested
 //! with a real `git commit` and hook).
@@ -71,6 +72,40 @@ fn builtins_are_declared_in_every_unit() {
         (Some(0), &Value::from("no-race")),
         "{v}"
     );
+}
+
+#[test]
+fn a_struct_two_units_define_is_one_type() {
+    // Both units include node.h; the pointers come from a function no unit defines, so the
+    // accesses are matched by type. Each unit lowers its own copy of `struct node` and of the
+    // anonymous `stats_t`: unless the copies are one type (C11 §6.2.7), main.c's reads match
+    // no write of worker.c.
+    let (_, v) = json(&["-p", "tests/fixtures/project/structs"]);
+    let races = v["races"].as_array().expect("races");
+    for field in ["n->hits", "s->failed"] {
+        let race = races
+            .iter()
+            .find(|r| r["location"] == field)
+            .unwrap_or_else(|| panic!("no race on {field}: {v}"));
+        let sides: Vec<(String, i64)> = race["accesses"]
+            .as_array()
+            .expect("accesses")
+            .iter()
+            .map(|a| {
+                let file = a["file"].as_str().unwrap_or("");
+                let unit = file.rsplit('/').next().unwrap_or("").to_string();
+                (unit, a["line"].as_i64().unwrap_or(0))
+            })
+            .collect();
+        assert!(
+            sides.contains(&("main.c".to_string(), 11)),
+            "{field}: main.c's read is in the race: {sides:?}"
+        );
+        assert!(
+            sides.iter().any(|(u, _)| u == "worker.c"),
+            "{field}: worker.c's write is in the race: {sides:?}"
+        );
+    }
 }
 
 #[test]

@@ -15,6 +15,7 @@ pub mod harness;
 pub mod pretty;
 pub mod specialise;
 pub mod types;
+pub mod unify;
 pub mod unroll;
 pub mod visit;
 

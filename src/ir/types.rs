@@ -609,6 +609,54 @@ impl TypeTable {
         &self.comps[id.0 as usize]
     }
 
+    /// Replaces every struct or union type `Comp(c)` by `Comp(comp_map[c])` (ids out of range
+    /// stay), re-interning the types built from them, and returns the map from each old
+    /// [`TypeId`] to its new one ([`crate::ir::unify`]). A type whose id changes keeps its old
+    /// entry too, with the new content, so an id nobody rewrote still has the new kind; members'
+    /// types are rewritten. Types are interned children first, so one pass in id order maps
+    /// every child before its parent.
+    pub fn remap_comps(&mut self, comp_map: &[CompId]) -> Vec<TypeId> {
+        let n = self.types.len();
+        let mut map: Vec<TypeId> = Vec::with_capacity(n);
+        let of = |map: &[TypeId], t: TypeId| map.get(t.0 as usize).copied().unwrap_or(t);
+        for i in 0..n {
+            let old = self.types[i].clone();
+            let kind = match old.kind {
+                TypeKind::Pointer(p) => TypeKind::Pointer(of(&map, p)),
+                TypeKind::Array { elem, len } => TypeKind::Array {
+                    elem: of(&map, elem),
+                    len,
+                },
+                TypeKind::Function(sig) => TypeKind::Function(FuncSig {
+                    ret: of(&map, sig.ret),
+                    params: sig.params.iter().map(|p| of(&map, *p)).collect(),
+                    variadic: sig.variadic,
+                    prototyped: sig.prototyped,
+                }),
+                TypeKind::Comp(c) => {
+                    TypeKind::Comp(comp_map.get(c.0 as usize).copied().unwrap_or(c))
+                }
+                k => k,
+            };
+            let id = self.intern(Type {
+                kind,
+                quals: old.quals,
+            });
+            map.push(id);
+        }
+        for (i, id) in map.iter().enumerate() {
+            if id.0 as usize != i {
+                self.types[i] = self.types[id.0 as usize].clone();
+            }
+        }
+        for comp in &mut self.comps {
+            for f in &mut comp.fields {
+                f.ty = of(&map, f.ty);
+            }
+        }
+        map
+    }
+
     /// Adds a struct or union definition (complete or not) and returns its id.
     pub fn add_comp(&mut self, info: CompInfo) -> CompId {
         self.comps.push(info);

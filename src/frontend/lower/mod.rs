@@ -65,6 +65,9 @@ pub struct ProgramBuilder {
     /// Functions whose body comes from an `extern inline` (GNU inline-only) definition, which a
     /// later definition may replace.
     inline_only: rustc_hash::FxHashSet<FuncId>,
+    /// Per lowered unit, the number of struct and union types when its lowering began
+    /// ([`crate::ir::unify::unify_comps`]).
+    unit_comps: Vec<u32>,
 }
 
 impl ProgramBuilder {
@@ -75,6 +78,7 @@ impl ProgramBuilder {
             files: FileTable::default(),
             externs: FxHashMap::default(),
             inline_only: rustc_hash::FxHashSet::default(),
+            unit_comps: Vec::new(),
         }
     }
 
@@ -87,6 +91,7 @@ impl ProgramBuilder {
         if !self.program.inputs.contains(&main_file) {
             self.program.inputs.push(main_file);
         }
+        self.unit_comps.push(self.program.types.comps.len() as u32);
         let va_list = self.va_list_type();
         let mut lower = Lower {
             pb: self,
@@ -160,8 +165,10 @@ impl ProgramBuilder {
         }
     }
 
-    /// The finished program.
+    /// The finished program, with the struct types several units define compatibly unified
+    /// ([`crate::ir::unify`]).
     pub fn finish(mut self) -> Program {
+        crate::ir::unify::unify_comps(&mut self.program, &self.unit_comps);
         self.program.files = self.files.names;
         self.program.unsupported.sort();
         self.program.unsupported.dedup();
