@@ -127,8 +127,8 @@ pub enum TypeClass {
     Int(u64),
     /// A floating type of this many bytes.
     Float(u64),
-    /// A pointer to an object (or to `void`).
-    Pointer,
+    /// A pointer to an object, by what it points to ([`Pointee`]).
+    Pointer(Pointee),
     /// A pointer to a function: never the same object as a data pointer (C11 §6.5p7, the
     /// two are not compatible types).
     FnPointer,
@@ -151,11 +151,42 @@ impl TypeClass {
             TypeKind::Pointer(p) if matches!(types.kind(*p), TypeKind::Function(_)) => {
                 TypeClass::FnPointer
             }
-            TypeKind::Pointer(_) | TypeKind::Function(_) => TypeClass::Pointer,
+            TypeKind::Pointer(p) => TypeClass::Pointer(match types.kind(*p) {
+                TypeKind::Void => Pointee::Any,
+                _ => match TypeClass::of(types, *p) {
+                    TypeClass::Comp(c) => Pointee::Comp(c),
+                    _ => Pointee::Scalar,
+                },
+            }),
+            TypeKind::Function(_) => TypeClass::Pointer(Pointee::Any),
             TypeKind::Array { elem, .. } => TypeClass::of(types, *elem),
             TypeKind::Comp(c) => TypeClass::Comp(*c),
         }
     }
+
+    /// The class with pointers not told apart by what they point to (every pointer is
+    /// `Pointer(Pointee::Any)`).
+    pub fn loose(self) -> TypeClass {
+        match self {
+            TypeClass::Pointer(_) => TypeClass::Pointer(Pointee::Any),
+            c => c,
+        }
+    }
+}
+
+/// What a pointer object points to, for telling pointer objects apart by type (C11 §6.5p7:
+/// a pointer object is read and written through lvalues of its own type; pointer types to
+/// unrelated structs, or to a struct and to a scalar, are not compatible). `void *` stands
+/// for any pointer: programs convert it freely, and generic code writes `T *` objects through
+/// `void **`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Pointee {
+    /// `void`: any pointer.
+    Any,
+    /// A struct or union.
+    Comp(CompId),
+    /// Anything else: a character, integer, floating or pointer type.
+    Scalar,
 }
 
 /// Where an access goes.

@@ -329,7 +329,7 @@ fn signature_compatible(types: &TypeTable, a: TypeId, b: TypeId) -> bool {
             let class = |t: TypeId| match types.kind(t) {
                 TypeKind::Void => None,
                 TypeKind::Pointer(_) | TypeKind::Function(_) | TypeKind::Array { .. } => {
-                    Some(TypeClass::Pointer)
+                    Some(TypeClass::Pointer(super::Pointee::Any))
                 }
                 _ => Some(TypeClass::of(types, t)),
             };

@@ -27,7 +27,7 @@ pub mod private;
 pub mod slots;
 
 use crate::backend::{
-    AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Target, TypeClass,
+    AccessKind, AccessSite, Backend, Base, ByteRange, MemAccess, Pointee, Target, TypeClass,
 };
 use crate::context::{FnCtxId, ThreadId};
 use crate::ir::types::{CompId, IntKind, TypeKind, TypeTable};
@@ -140,6 +140,10 @@ pub enum Unreported {
     ByteView,
     /// An access whose object and type are both unknown ([`Signature::opaque`]).
     Opaque,
+    /// A `void *` object and a pointer object of another type, one of them through an
+    /// unresolved pointer ([`Pointee`]): C does not allow such views (C11 §6.5p7), but generic
+    /// code writes `T *` objects through `void **`.
+    VoidPointerView,
 }
 
 impl Unreported {
@@ -154,15 +158,22 @@ impl Unreported {
                 "a library or unknown function accesses an object of unknown type through a \
                  `void *` the analysis could not resolve (its pairs are not reported)"
             }
+            Unreported::VoidPointerView => {
+                "an access through an unresolved pointer may view a `void *` object as a pointer \
+                 of another type, or the reverse (such pairs are not reported)"
+            }
         }
     }
 
-    /// The kind of a pair of signatures, if the search does not report it.
-    fn of(a: &Signature, b: &Signature) -> Option<Unreported> {
+    /// The kind of a pair of signatures, if the search does not report it (`strict`: their
+    /// classes are compatible without `void *` views).
+    fn of(a: &Signature, b: &Signature, strict: bool) -> Option<Unreported> {
         if a.opaque || b.opaque {
             Some(Unreported::Opaque)
         } else if byte_view(a, b) {
             Some(Unreported::ByteView)
+        } else if !strict {
+            Some(Unreported::VoidPointerView)
         } else {
             None
         }
@@ -202,7 +213,9 @@ struct CompContents<'t> {
 }
 
 impl CompContents<'_> {
-    fn contains(&mut self, c: CompId, k: TypeClass) -> bool {
+    /// Whether struct `c` holds a sub-object of class `k` (pointers compared as
+    /// [`CompContents::pointers_compatible`] with `strict`).
+    fn contains(&mut self, c: CompId, k: TypeClass, strict: bool) -> bool {
         if !self.memo.contains_key(&c) {
             let mut set = FxHashSet::default();
             let mut stack = vec![c];
@@ -226,13 +239,44 @@ impl CompContents<'_> {
             }
             self.memo.insert(c, set);
         }
-        self.memo.get(&c).is_some_and(|s| s.contains(&k))
+        let Some(set) = self.memo.get(&c) else {
+            return false;
+        };
+        match k {
+            TypeClass::Pointer(x) => {
+                let pointers: Vec<Pointee> = set
+                    .iter()
+                    .filter_map(|m| match m {
+                        TypeClass::Pointer(y) => Some(*y),
+                        _ => None,
+                    })
+                    .collect();
+                pointers
+                    .into_iter()
+                    .any(|y| self.pointers_compatible(x, y, strict))
+            }
+            _ => set.contains(&k),
+        }
+    }
+
+    /// Whether pointer objects of classes `Pointer(x)` and `Pointer(y)` may be the same object
+    /// ([`Pointee`]): both point to scalars, both to structs one of which holds the other (a
+    /// pointer to a struct and one to its first member are converted freely), or both are
+    /// `void *`; unless `strict`, a `void *` and any other pointer too (generic code's
+    /// `void **` views of `T *` objects, [`Unreported::VoidPointerView`]).
+    fn pointers_compatible(&mut self, x: Pointee, y: Pointee, strict: bool) -> bool {
+        match (x, y) {
+            (Pointee::Any, Pointee::Any) | (Pointee::Scalar, Pointee::Scalar) => true,
+            (Pointee::Any, _) | (_, Pointee::Any) => !strict,
+            (Pointee::Comp(a), Pointee::Comp(b)) => self.holds(a, b) || self.holds(b, a),
+            (Pointee::Comp(_), Pointee::Scalar) | (Pointee::Scalar, Pointee::Comp(_)) => false,
+        }
     }
 
     /// Whether struct `outer` is `inner` or holds an `inner` (as a member, an array element,
     /// at any depth).
     fn holds(&mut self, outer: CompId, inner: CompId) -> bool {
-        outer == inner || self.contains(outer, TypeClass::Comp(inner))
+        outer == inner || self.contains(outer, TypeClass::Comp(inner), true)
     }
 
     /// Whether two accesses, the first through an unresolved pointer, may touch the same bytes
@@ -347,12 +391,16 @@ impl CompContents<'_> {
     }
 
     /// Whether accesses of classes `a` and `b` may touch the same bytes.
-    fn compatible(&mut self, a: TypeClass, b: TypeClass) -> bool {
+    /// (`strict`: pointer objects by [`CompContents::pointers_compatible`] strictly.)
+    fn compatible(&mut self, a: TypeClass, b: TypeClass, strict: bool) -> bool {
         if a == b || a == TypeClass::Any || b == TypeClass::Any {
             return true;
         }
         match (a, b) {
-            (TypeClass::Comp(c), k) | (k, TypeClass::Comp(c)) => self.contains(c, k),
+            (TypeClass::Pointer(x), TypeClass::Pointer(y)) => {
+                self.pointers_compatible(x, y, strict)
+            }
+            (TypeClass::Comp(c), k) | (k, TypeClass::Comp(c)) => self.contains(c, k, strict),
             _ => false,
         }
     }
@@ -682,23 +730,31 @@ fn detect_on<'p, B: Backend<'p>>(
         classes.dedup();
         let class_pos = |c: TypeClass| classes.binary_search(&c).unwrap_or(0);
         let cand_class: Vec<usize> = cands.iter().map(|&k| class_pos(sigs[k].0.class)).collect();
-        let mut compatible_with: FxHashMap<TypeClass, Vec<u32>> = FxHashMap::default();
+        // Per position, whether the classes are compatible strictly (else only through a
+        // `void *` view, [`Unreported::VoidPointerView`]).
+        let mut compatible_with: FxHashMap<TypeClass, Vec<(u32, bool)>> = FxHashMap::default();
         for (x, &i) in typed.iter().enumerate() {
             let ci = sigs[i].0.class;
-            let key = LocKey::Typed(ci);
+            // One race per class, pointers together whatever they point to (the pairs of
+            // pointers to unrelated structs are left out below, not reported apart).
+            let key = LocKey::Typed(ci.loose());
             let positions = compatible_with.entry(ci).or_insert_with(|| {
-                let ok: Vec<bool> = classes
+                let ok: Vec<Option<bool>> = classes
                     .iter()
-                    .map(|&c| contents.compatible(ci, c))
+                    .map(|&c| {
+                        contents
+                            .compatible(ci, c, false)
+                            .then(|| contents.compatible(ci, c, true))
+                    })
                     .collect();
                 (0..cands.len() as u32)
-                    .filter(|&p| ok[cand_class[p as usize]])
+                    .filter_map(|p| ok[cand_class[p as usize]].map(|strict| (p, strict)))
                     .collect()
             });
             let g = by_loc.entry(key).or_default();
             let mut i_may = g.may.contains(&i);
-            let from = positions.partition_point(|&p| (p as usize) < x);
-            for &p in &positions[from..] {
+            let from = positions.partition_point(|&(p, _)| (p as usize) < x);
+            for &(p, strict) in &positions[from..] {
                 let j = cands[p as usize];
                 if !contents.member_may_overlap(&sigs[i].0, &sigs[j].0) {
                     continue;
@@ -707,7 +763,7 @@ fn detect_on<'p, B: Backend<'p>>(
                 if i_may && g.may.contains(&j) {
                     continue;
                 }
-                if let Some(kind) = Unreported::of(&sigs[i].0, &sigs[j].0) {
+                if let Some(kind) = Unreported::of(&sigs[i].0, &sigs[j].0, strict) {
                     if !unreported.contains_key(&kind)
                         && checker.check(&sigs[i].0, &sigs[j].0).is_some()
                         && let Some(&x) = sigs[i].1.first()

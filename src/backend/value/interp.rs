@@ -79,7 +79,7 @@ impl WildKey {
             Some(p) if matches!(types.kind(p), crate::ir::types::TypeKind::Function(_)) => {
                 WildKey::Function(p)
             }
-            Some(p) => WildKey::Pointer(TypeClass::of(types, p)),
+            Some(p) => WildKey::Pointer(TypeClass::of(types, p).loose()),
             None => WildKey::Scalar(TypeClass::of(types, ty)),
         })
     }
