@@ -144,6 +144,9 @@ pub enum Unreported {
     /// unresolved pointer ([`Pointee`]): C does not allow such views (C11 §6.5p7), but generic
     /// code writes `T *` objects through `void **`.
     VoidPointerView,
+    /// A whole struct and a scalar, both through pointers the analysis could not resolve,
+    /// neither with a member path ([`scalar_in_whole`]).
+    ScalarInWhole,
 }
 
 impl Unreported {
@@ -157,6 +160,11 @@ impl Unreported {
             Unreported::Opaque => {
                 "a library or unknown function accesses an object of unknown type through a \
                  `void *` the analysis could not resolve (its pairs are not reported)"
+            }
+            Unreported::ScalarInWhole => {
+                "a scalar accessed through an unresolved pointer may be a member of a struct \
+                 that another unresolved pointer accesses as a whole (such pairs are not \
+                 reported)"
             }
             Unreported::VoidPointerView => {
                 "an access through an unresolved pointer may view a `void *` object as a pointer \
@@ -174,6 +182,8 @@ impl Unreported {
             Some(Unreported::ByteView)
         } else if !strict {
             Some(Unreported::VoidPointerView)
+        } else if scalar_in_whole(a, b) || scalar_in_whole(b, a) {
+            Some(Unreported::ScalarInWhole)
         } else {
             None
         }
@@ -290,7 +300,9 @@ impl CompContents<'_> {
     ///   (character arrays excepted: they may hold anything);
     /// - nor in a whole object accessed through a `struct D *` (a library call's argument,
     ///   a struct copy) unless `D` holds `S`, or `S` holds a `D` at bytes the member
-    ///   overlaps.
+    ///   overlaps;
+    /// - a whole `struct D` accessed through an unresolved pointer is never in a declared
+    ///   object whose type neither is nor holds a `D` (character arrays excepted).
     fn member_may_overlap(&mut self, a: &Signature, b: &Signature) -> bool {
         match (a.member, b.member) {
             (Some((ca, ra)), Some((cb, rb))) => {
@@ -323,7 +335,26 @@ impl CompContents<'_> {
                     Some(_) => return false,
                 }
             }
-            (None, None) => {}
+            (None, None) => {
+                // A whole struct through an unresolved pointer (`free(p)`, `*p = *q` with `p`
+                // a `struct S *`) is an object of that struct: not in a declared object whose
+                // type neither is nor holds it (character arrays excepted).
+                for (x, y) in [(a, b), (b, a)] {
+                    if let (Target::Typed(_), TypeClass::Comp(st)) = (x.target, x.class)
+                        && x.elem_member.is_none()
+                    {
+                        match y.declared {
+                            None | Some(TypeClass::Any) => {}
+                            Some(TypeClass::Comp(d)) => {
+                                if !self.holds(d, st) {
+                                    return false;
+                                }
+                            }
+                            Some(_) => return false,
+                        }
+                    }
+                }
+            }
         }
         true
     }
@@ -450,12 +481,31 @@ fn byte_view(a: &Signature, b: &Signature) -> bool {
         || (b.bytewise && !a.bytewise && a.class != TypeClass::Any)
 }
 
-/// Whether `ty` is a character type.
+/// Whether `a` accesses a whole struct (a `free`, a copy, a library call's argument) and `b`
+/// a scalar, both through pointers the analysis could not resolve and `b` without a member
+/// path: they meet only if `b`'s pointer points into a struct of `a`'s type. That is legal C
+/// (`&s->count` passed as an `int *`), but an unresolved `int *` is mostly an `int` object or
+/// array of its own: the race search does not report these pairs, and the first one found
+/// blocks `no-race`.
+fn scalar_in_whole(a: &Signature, b: &Signature) -> bool {
+    matches!(a.target, Target::Typed(_))
+        && matches!(b.target, Target::Typed(_))
+        && matches!(a.class, TypeClass::Comp(_))
+        && a.member.is_none()
+        && a.elem_member.is_none()
+        && !matches!(b.class, TypeClass::Comp(_) | TypeClass::Any)
+        && b.member.is_none()
+        && b.elem_member.is_none()
+}
+
+/// Whether `ty` is a character type or an array of them (`memcmp(&s->mac, ..)` with
+/// `unsigned char mac[6]` views bytes as `memcmp(s->name, ..)` does).
 fn is_char(types: &TypeTable, ty: crate::ir::TypeId) -> bool {
-    matches!(
-        types.kind(ty),
-        TypeKind::Int(IntKind::Char | IntKind::SChar | IntKind::UChar)
-    )
+    match types.kind(ty) {
+        TypeKind::Int(IntKind::Char | IntKind::SChar | IntKind::UChar) => true,
+        TypeKind::Array { elem, .. } => is_char(types, *elem),
+        _ => false,
+    }
 }
 
 /// The struct `S` and the bytes `[lo, hi)` of it that a member access `p->f…` (with `p` a
