@@ -13,7 +13,8 @@
 //! of times. A registry no call of the program drives runs its callbacks right after their
 //! registration instead. Callbacks registered as `first` members (FUSE's `init`) run once, in
 //! the driving thread, before the loop node: the library runs them before any other callback
-//! of the registry.
+//! of the registry. Callbacks registered as `last` members (FUSE's `destroy`) run once, in the
+//! driving thread, right after the driving call (which returns once the others have ended).
 //!
 //! Registered functions are found syntactically: a function name (through casts), or, for a
 //! callback stored in an object (`deep`), the functions in the static initialiser of the global
@@ -152,6 +153,8 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
     let mut handlers: BTreeMap<String, Vec<FuncId>> = BTreeMap::new();
     // Registry → callbacks that run once, first ([`crate::model::library::Callback::first`]).
     let mut firsts: BTreeMap<String, Vec<FuncId>> = BTreeMap::new();
+    // Registry → callbacks that run once, last ([`crate::model::library::Callback::last`]).
+    let mut lasts: BTreeMap<String, Vec<FuncId>> = BTreeMap::new();
     let mut registrations: BTreeMap<String, Vec<Site>> = BTreeMap::new();
     let mut drivers: BTreeMap<String, Vec<Site>> = BTreeMap::new();
     let mut spawners: BTreeMap<String, Vec<Site>> = BTreeMap::new();
@@ -185,19 +188,23 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
                 let Some(a) = args.get(cb.arg) else { continue };
                 match registered(program, a, cb.deep) {
                     Some(fs) => {
-                        let first = if cb.first.is_empty() {
-                            Vec::new()
-                        } else {
-                            first_members(program, a, cb.first)
+                        let once = |names: &[String]| {
+                            if names.is_empty() {
+                                Vec::new()
+                            } else {
+                                first_members(program, a, names)
+                            }
                         };
-                        handlers
-                            .entry(registry.to_string())
-                            .or_default()
-                            .extend(fs.into_iter().filter(|f| !first.contains(f)));
+                        let (first, last) = (once(cb.first), once(cb.last));
+                        handlers.entry(registry.to_string()).or_default().extend(
+                            fs.into_iter()
+                                .filter(|f| !first.contains(f) && !last.contains(f)),
+                        );
                         firsts
                             .entry(registry.to_string())
                             .or_default()
                             .extend(first);
+                        lasts.entry(registry.to_string()).or_default().extend(last);
                     }
                     None => {
                         let name =
@@ -223,11 +230,14 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
     let mut insertions: BTreeMap<(Site, bool, bool, bool), Vec<FuncId>> = BTreeMap::new();
     // (site, after it) → callbacks to run once before the loop there.
     let mut preludes: BTreeMap<(Site, bool), Vec<FuncId>> = BTreeMap::new();
-    for registry in firsts.keys() {
+    // (site, after it) → callbacks to run once after the loop there.
+    let mut postludes: BTreeMap<(Site, bool), Vec<FuncId>> = BTreeMap::new();
+    for registry in firsts.keys().chain(lasts.keys()) {
         handlers.entry(registry.clone()).or_default();
     }
     for (registry, hs) in handlers {
         let first = firsts.get(&registry).cloned().unwrap_or_default();
+        let last = lasts.get(&registry).cloned().unwrap_or_default();
         let driven = drivers.get(&registry).filter(|d| !d.is_empty());
         let spawned = spawners.get(&registry).filter(|d| !d.is_empty());
         let mut at: Vec<(Site, bool, bool)> = Vec::new();
@@ -253,6 +263,12 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
                     .entry((site, after))
                     .or_default()
                     .extend(first.iter().copied());
+            }
+            if !last.is_empty() {
+                postludes
+                    .entry((site, after))
+                    .or_default()
+                    .extend(last.iter().copied());
             }
         }
     }
@@ -292,24 +308,24 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
                 },
             })
             .collect();
-        // The first callbacks run once, before the loop (direct calls in the driving
-        // thread, even where the others are spawned).
-        let prelude: Vec<Op> = preludes
-            .remove(&((func, edge), after))
-            .map(|mut fs| {
-                fs.sort();
-                fs.dedup();
-                fs.into_iter()
-                    .map(|h| Op::Call {
-                        dest: None,
-                        callee: Callee::Direct(h),
-                        args: Vec::new(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        // The first callbacks run once, before the loop, the last ones once after it (direct
+        // calls in the driving thread, even where the others are spawned).
+        let once = |fs: Option<Vec<FuncId>>| -> Vec<Op> {
+            let mut fs = fs.unwrap_or_default();
+            fs.sort();
+            fs.dedup();
+            fs.into_iter()
+                .map(|h| Op::Call {
+                    dest: None,
+                    callee: Callee::Direct(h),
+                    args: Vec::new(),
+                })
+                .collect()
+        };
+        let prelude = once(preludes.remove(&((func, edge), after)));
+        let postlude = once(postludes.remove(&((func, edge), after)));
         if let Some(cfg) = program.functions[func.0 as usize].body.as_mut() {
-            insert_loop(cfg, edge, prelude, calls, after, uncertain);
+            insert_loop(cfg, edge, [prelude, calls, postlude], after, uncertain);
         }
     }
     program.unsupported.extend(unsupported);
@@ -361,13 +377,13 @@ pub(crate) fn spawn_function(program: &mut Program, roles: &mut Roles) -> FuncId
 }
 
 /// Splits edge `e` with a node looping through the `calls` (before the edge's instruction, or
-/// `after` it), entered through the `prelude` calls in sequence; `uncertain`: the calls may not
-/// happen ([`super::cfg::Edge::uncertain`]).
+/// `after` it), entered through the `prelude` calls in sequence; the `postlude` calls follow
+/// in sequence after the loop (after) or after the edge's instruction (before); `uncertain`:
+/// the calls may not happen ([`super::cfg::Edge::uncertain`]).
 fn insert_loop(
     cfg: &mut super::Cfg,
     e: EdgeId,
-    prelude: Vec<Op>,
-    calls: Vec<Op>,
+    [prelude, calls, postlude]: [Vec<Op>; 3],
     after: bool,
     uncertain: bool,
 ) {
@@ -380,10 +396,10 @@ fn insert_loop(
         ..Node::default()
     });
     let loc: Loc = edge.loc;
-    // From `from`, the prelude's calls in sequence, then the loop node.
-    let enter = |cfg: &mut super::Cfg, from: NodeId| {
+    // From `from`, `ops` in sequence; returns the node after the last.
+    let chain = |cfg: &mut super::Cfg, from: NodeId, ops: Vec<Op>| {
         let mut cur = from;
-        for op in prelude {
+        for op in ops {
             let n = NodeId(cfg.nodes.len() as u32);
             cfg.nodes.push(Node::default());
             cfg.edges.push(Edge {
@@ -396,33 +412,40 @@ fn insert_loop(
             });
             cur = n;
         }
+        cur
+    };
+    let skip = |cfg: &mut super::Cfg, src: NodeId, dst: NodeId| {
         cfg.edges.push(Edge {
-            src: cur,
-            dst: l,
+            src,
+            dst,
             op: Op::Skip,
             loc,
             peel: edge.peel,
             uncertain: false,
         });
     };
-    // The original edge ends before the prelude (after) or starts from the loop node
-    // (before).
+    // The original edge ends before the prelude (after), or starts from the loop node and
+    // ends before the postlude (before: the driving call returns after the last callbacks,
+    // which run once the spawned ones have ended).
     if after {
         let a = NodeId(cfg.nodes.len() as u32);
         cfg.nodes.push(Node::default());
         cfg.edges[e.0 as usize].dst = a;
-        enter(cfg, a);
-        cfg.edges.push(Edge {
-            src: l,
-            dst: edge.dst,
-            op: Op::Skip,
-            loc,
-            peel: edge.peel,
-            uncertain: false,
-        });
+        let entered = chain(cfg, a, prelude);
+        skip(cfg, entered, l);
+        let left = chain(cfg, l, postlude);
+        skip(cfg, left, edge.dst);
     } else {
         cfg.edges[e.0 as usize].src = l;
-        enter(cfg, edge.src);
+        if !postlude.is_empty() {
+            let m = NodeId(cfg.nodes.len() as u32);
+            cfg.nodes.push(Node::default());
+            cfg.edges[e.0 as usize].dst = m;
+            let left = chain(cfg, m, postlude);
+            skip(cfg, left, edge.dst);
+        }
+        let entered = chain(cfg, edge.src, prelude);
+        skip(cfg, entered, l);
     }
     for op in calls {
         cfg.edges.push(Edge {

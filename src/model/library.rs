@@ -264,6 +264,12 @@ pub struct Callback {
     /// or spawns the registry (FUSE's `init`, answered before any other request).
     #[serde(default)]
     pub first: Vec<String>,
+    /// For a `deep` [`Runs::Later`] callback: members of the pointed struct whose functions
+    /// run once, after the registry's other callbacks, in the thread of the call that drives
+    /// or spawns the registry, before that call returns (FUSE's `destroy`, called when the
+    /// session ends).
+    #[serde(default)]
+    pub last: Vec<String>,
 }
 
 /// Argument-keyed tables of the TOML format (`{ 0 = "arg2" }`): keys are argument positions.

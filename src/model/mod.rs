@@ -760,6 +760,8 @@ pub struct CallbackUse<'r> {
     pub registry: Option<&'r str>,
     /// Members whose functions run first, once ([`library::Callback::first`]).
     pub first: &'r [String],
+    /// Members whose functions run last, once ([`library::Callback::last`]).
+    pub last: &'r [String],
     /// Its position among the specification's callbacks ([`UNKNOWN_CALLBACK`] for an
     /// unknown function's).
     pub index: u8,
@@ -805,6 +807,7 @@ impl Roles {
                     params: &c.params,
                     registry: c.registry.as_deref(),
                     first: &c.first,
+                    last: &c.last,
                     index: u8::try_from(i).unwrap_or(UNKNOWN_CALLBACK - 1),
                 })
                 .collect(),
@@ -832,6 +835,7 @@ impl Roles {
                             params: &[],
                             registry: None,
                             first: &[],
+                            last: &[],
                             index: UNKNOWN_CALLBACK,
                         })
                     })
