@@ -84,17 +84,8 @@ fn canonical_comps(types: &TypeTable, unit_starts: &[u32]) -> Vec<CompId> {
             continue;
         }
         let key = shapes.comp(CompId(i as u32), 0);
-        let unit = unit_of(i);
-        match first.get_mut(&key) {
-            None => {
-                first.insert(key, (CompId(i as u32), vec![unit]));
-            }
-            Some((c, units)) => {
-                if !units.contains(&unit) {
-                    units.push(unit);
-                    map[i] = *c;
-                }
-            }
+        if let Some(c) = join_first(&mut first, key, i, unit_of(i)) {
+            map[i] = c;
         }
     }
     // Incomplete declarations: the one complete definition of the tag in another unit, or
@@ -125,20 +116,35 @@ fn canonical_comps(types: &TypeTable, unit_starts: &[u32]) -> Vec<CompId> {
                 }
             }
             Some(_) => {}
-            None => match opaque.get_mut(&key) {
-                None => {
-                    opaque.insert(key, (CompId(i as u32), vec![unit]));
+            None => {
+                if let Some(c) = join_first(&mut opaque, key, i, unit) {
+                    map[i] = c;
                 }
-                Some((c, units)) => {
-                    if !units.contains(&unit) {
-                        units.push(unit);
-                        map[i] = *c;
-                    }
-                }
-            },
+            }
         }
     }
     map
+}
+
+/// Comp `i` of unit `unit` with key `key`: the first comp of that key (recorded in `first`
+/// with the units joined to it) when it is of another unit not yet joined; `None` when comp
+/// `i` stays itself (the first of its key, or a second definition in one unit).
+fn join_first<K: std::hash::Hash + Eq>(
+    first: &mut FxHashMap<K, (CompId, Vec<usize>)>,
+    key: K,
+    i: usize,
+    unit: usize,
+) -> Option<CompId> {
+    match first.get_mut(&key) {
+        None => {
+            first.insert(key, (CompId(i as u32), vec![unit]));
+            None
+        }
+        Some((c, units)) => (!units.contains(&unit)).then(|| {
+            units.push(unit);
+            *c
+        }),
+    }
 }
 
 fn is_union(types: &TypeTable, i: usize) -> bool {
