@@ -316,7 +316,6 @@ impl CompContents<'_> {
             (Some((c, range)), None) | (None, Some((c, range))) => {
                 let other = if a.member.is_some() { b } else { a };
                 match other.declared {
-                    Some(TypeClass::Any) => {}
                     // A whole object accessed through a `struct D *` is a `D`: it holds the
                     // member's struct or lies inside one.
                     None => {
@@ -327,12 +326,11 @@ impl CompContents<'_> {
                             return false;
                         }
                     }
-                    Some(TypeClass::Comp(d)) => {
-                        if !self.holds(d, c) {
+                    Some(declared) => {
+                        if !self.declared_may_hold(declared, c) {
                             return false;
                         }
                     }
-                    Some(_) => return false,
                 }
             }
             (None, None) => {
@@ -342,21 +340,25 @@ impl CompContents<'_> {
                 for (x, y) in [(a, b), (b, a)] {
                     if let (Target::Typed(_), TypeClass::Comp(st)) = (x.target, x.class)
                         && x.elem_member.is_none()
+                        && let Some(declared) = y.declared
+                        && !self.declared_may_hold(declared, st)
                     {
-                        match y.declared {
-                            None | Some(TypeClass::Any) => {}
-                            Some(TypeClass::Comp(d)) => {
-                                if !self.holds(d, st) {
-                                    return false;
-                                }
-                            }
-                            Some(_) => return false,
-                        }
+                        return false;
                     }
                 }
             }
         }
         true
+    }
+
+    /// Whether a declared object of class `declared` may hold an object of struct `s`: a
+    /// character array may hold anything, a struct that is or holds `s` does, nothing else.
+    fn declared_may_hold(&mut self, declared: TypeClass, s: CompId) -> bool {
+        match declared {
+            TypeClass::Any => true,
+            TypeClass::Comp(d) => self.holds(d, s),
+            _ => false,
+        }
     }
 
     /// Whether a sub-object of struct `d` inside struct `c` (`c` ≠ `d`) may overlap the bytes
