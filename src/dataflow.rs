@@ -716,6 +716,9 @@ impl<F: Clone + PartialEq + std::fmt::Debug + Merge> Domain for Powerset<F> {
     fn join_with(&mut self, o: &Self) -> bool {
         JoinSemiLattice::join(self, o)
     }
+    fn widen_with(&mut self, o: &Self) -> bool {
+        self.widen(o)
+    }
     fn compact(&mut self) {
         self.shrink_to_fit();
     }
@@ -771,6 +774,14 @@ impl<F: Merge + PartialEq> Merge for Paired<F> {
             && (std::sync::Arc::ptr_eq(&self.entry, &o.entry)
                 || *self.entry == *o.entry
                 || ((self.merged || !F::STRICT_ENTRIES) && self.entry.covers(&o.entry)))
+    }
+
+    /// As [`Merge::covers`] here, with facts and folded entries compared in the widening order.
+    fn covers_widened(&self, o: &Self) -> bool {
+        self.fact.covers_widened(&o.fact)
+            && (std::sync::Arc::ptr_eq(&self.entry, &o.entry)
+                || *self.entry == *o.entry
+                || ((self.merged || !F::STRICT_ENTRIES) && self.entry.covers_widened(&o.entry)))
     }
 
     /// Level 0: path edges from one entry fact (folding the entries of different callers of

@@ -17,6 +17,17 @@ pub trait Merge: Sized {
     /// Defaults to equality; a real order keeps merged sets from growing back.
     fn covers(&self, other: &Self) -> bool;
 
+    /// Whether `self` covers `other` once widening is on: like [`Merge::covers`], but free
+    /// to forget what `other` claims *under*-approximately (paths certainly feasible).
+    /// Folding may drop such claims ([`Merge::merge`] of a certain and an uncertain fact is
+    /// uncertain), so a plain `covers` can refuse a fold the very facts it folded, and a fact
+    /// arriving again around a loop would be re-inserted and re-folded forever; a widening
+    /// [`Powerset::widen`] that skips facts this order covers terminates when [`Merge::merge`]
+    /// covers its inputs in it. Defaults to `covers`.
+    fn covers_widened(&self, other: &Self) -> bool {
+        self.covers(other)
+    }
+
     /// Whether `self` and `other` may be folded together, at a grouping `level`, when a set
     /// exceeds its bound: the set folds each group of the finest level that leaves at most
     /// [`CAP`] groups (levels 0, 1, 2, ..., up to [`GROUP_LEVELS`]), and everything into one
@@ -124,6 +135,19 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
                 }
             };
         }
+    }
+
+    /// `self ∇= o`: adds the facts of `o` that no fact of `self` covers in the widening
+    /// order ([`Merge::covers_widened`]), folding past [`CAP`]; whether the set changed.
+    pub fn widen(&mut self, o: &Self) -> bool {
+        let mut changed = false;
+        for f in &o.facts {
+            if !self.facts.iter().any(|g| g.covers_widened(f)) {
+                self.insert_uncovered(f.clone());
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// Whether every fact of `self` is covered by a fact of `o`.

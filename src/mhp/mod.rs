@@ -1245,8 +1245,22 @@ impl Merge for MhpFact {
     // Equal facts pass every test below, so no equality test comes first; the cheap tests
     // of flags come before the sets.
     fn covers(&self, o: &MhpFact) -> bool {
-        (!o.certain || self.certain)
-            && (self.ret.is_none() || self.ret == o.ret)
+        (!o.certain || (self.certain && self.cons == o.cons)) && self.covers_paths(o)
+    }
+
+    /// Certainty (an under-approximate claim, which a fold of a certain and an uncertain
+    /// fact drops) is forgotten.
+    fn covers_widened(&self, o: &MhpFact) -> bool {
+        self.covers_paths(o)
+    }
+}
+
+impl MhpFact {
+    /// Whether every path `o` describes, `self` describes too, certainty aside: every
+    /// component of [`Merge::merge`] over-approximates its inputs in this order, so a fold
+    /// covers the facts it folded.
+    fn covers_paths(&self, o: &MhpFact) -> bool {
+        (self.ret.is_none() || self.ret == o.ret)
             && (self.joined_unknown || !o.joined_unknown)
             && o.may_created.is_subset(&self.may_created)
             && o.may_active.is_subset(&self.may_active)
@@ -1256,9 +1270,14 @@ impl Merge for MhpFact {
                     .iter()
                     .any(|(g, x, j, _)| g == fu && x == l && j.leq(i))
             })
-            && (!o.certain || self.cons == o.cons)
             && self.ids.iter().all(|p| o.ids.contains(p))
-            && self.alt_ids.iter().all(|p| o.alt_ids.contains(p))
+            // An alternative (k, c) holds on `o`'s paths when `o` has it, holds the running
+            // instance of `c` in `k` (a fresh child), or runs no `c` ([`merged_alternatives`]).
+            && self.alt_ids.iter().all(|p| {
+                o.alt_ids.contains(p)
+                    || (o.ids.contains(p) && o.fresh.contains(&p.1))
+                    || !o.may_active.contains(&p.1)
+            })
             && self.joined.is_subset(&o.joined)
             && self.created_joined.is_subset(&o.created_joined)
             && self
@@ -1691,9 +1710,18 @@ impl ActiveAt {
     }
 }
 
+/// Node visits the active-threads analysis of one thread may spend (the real-world programs
+/// of the corpus need at most about 300 thousand). A thread whose fixpoint runs out of them
+/// gets the sound answer of [`MhpResult::at`]: every child may be created and running, none
+/// is surely joined, any thread may have been joined, no path is certain.
+pub const VISIT_BUDGET: u64 = 4_000_000;
+
 /// Results of the active-threads analysis of every thread.
 pub struct MhpResult {
     solutions: Vec<Solution<dataflow::Facts<MhpFact>>>,
+    /// The children of each thread (threads it may create), for the answer of a solution
+    /// that ran out of its visit budget.
+    children: Vec<BitSet<ThreadId>>,
     /// Index into `solutions` of each thread's solution.
     by_thread: Vec<usize>,
 }
@@ -1760,15 +1788,32 @@ impl MhpResult {
                 tc.clone(),
                 &mut dataflow::Disjunctive(&mut a),
                 init,
-                u64::MAX,
+                VISIT_BUDGET,
             );
+            if !sol.complete {
+                tracing::warn!(
+                    thread = tc.thread.0,
+                    visits = sol.visits,
+                    "active-threads analysis ran out of its visit budget: every child of the \
+                     thread is taken as possibly running everywhere in it"
+                );
+            }
             unique.push(sol);
             by_thread.push(unique.len() - 1);
             asked_by.push(asked);
             inputs.push(tc);
         }
+        let mut children = vec![BitSet::new(); graph.threads.len()];
+        for t in &graph.threads {
+            for p in &t.parents {
+                if let Some(c) = children.get_mut(p.0 as usize) {
+                    c.insert(t.id);
+                }
+            }
+        }
         MhpResult {
             solutions: unique,
+            children,
             by_thread,
         }
     }
@@ -1783,6 +1828,22 @@ impl MhpResult {
         else {
             return out;
         };
+        if !sol.complete {
+            // Not a fixpoint: nothing the states say holds. At a point the thread reaches
+            // (its states record reachability soundly only at a fixpoint, so every point),
+            // any child may run, none is surely joined, any thread may have been joined.
+            let all = self
+                .children
+                .get(p.thread.0 as usize)
+                .cloned()
+                .unwrap_or_default();
+            return ActiveAt {
+                may_created: all.clone(),
+                may_active: all,
+                may_join_any: true,
+                ..ActiveAt::default()
+            };
+        }
         for (i, f) in sol
             .at(p.ctx, p.node)
             .into_iter()
@@ -2211,4 +2272,93 @@ pub fn must_parallel(
         return false;
     };
     certainly_alive(tf, at2, &ca[k..]) || certainly_alive(tf, at1, &cb[k..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn child(i: u32) -> ThreadId {
+        ThreadId(i)
+    }
+
+    /// A fact in which child `c` runs, created through thread-id variable `k`.
+    fn running(k: u32, c: u32) -> MhpFact {
+        let mut f = MhpFact::initial();
+        f.may_created.insert(child(c));
+        f.may_active.insert(child(c));
+        f.fresh.insert(child(c));
+        f.ids.push((IdKey(k), child(c)));
+        f
+    }
+
+    #[test]
+    fn a_fold_covers_the_facts_it_folded() {
+        // One path holds child 1 in `k0`, the other child 2: the fold keeps both as
+        // alternatives of `k0`, which must still cover each side's plain id entry.
+        let (a, b) = (running(0, 1), running(0, 2));
+        let m = MhpFact::merge(&[&a, &b]);
+        assert!(m.alt_ids.contains(&(IdKey(0), child(1))));
+        assert!(m.covers(&a) && m.covers(&b));
+        assert!(!a.covers(&m));
+    }
+
+    #[test]
+    fn a_fold_of_a_certain_path_covers_it_once_widening() {
+        let mut a = running(0, 1);
+        a.constrain(
+            FuncId(0),
+            LocalId(0),
+            Interval::new(0, 0),
+            Interval::new(0, 0),
+        );
+        let mut b = running(0, 1);
+        b.certain = false;
+        b.constrain(
+            FuncId(0),
+            LocalId(0),
+            Interval::new(1, 5),
+            Interval::new(1, 5),
+        );
+        let m = MhpFact::merge(&[&a, &b]);
+        // The fold drops the certain path's claim: it does not cover it in the strict order
+        // (a certain path stays apart while it can), but does in the widening order.
+        assert!(!m.certain);
+        assert!(!m.covers(&a) && m.covers_widened(&a));
+        assert!(m.covers(&b));
+        assert_eq!(
+            m.allowed(FuncId(0), LocalId(0), Interval::new(-9, 9)).0,
+            Interval::new(0, 5)
+        );
+    }
+
+    #[test]
+    fn widening_a_full_set_with_its_own_facts_again_changes_nothing() {
+        use racedar_domains::Powerset;
+        let facts: Vec<MhpFact> = (0..40)
+            .map(|i| {
+                let mut f = running(i % 3, 1 + i % 7);
+                f.certain = i % 2 == 0;
+                f.constrain(
+                    FuncId(0),
+                    LocalId(i % 5),
+                    Interval::new(0, i as i128),
+                    Interval::new(0, 0),
+                );
+                f
+            })
+            .collect();
+        let all: Powerset<MhpFact> = facts.iter().cloned().collect();
+        let mut w = all.clone();
+        assert!(
+            !w.widen(&all),
+            "a set widened by its own facts must be stable"
+        );
+        let mut p: Powerset<MhpFact> = Powerset::bottom();
+        let mut rounds = 0;
+        while p.widen(&all) {
+            rounds += 1;
+            assert!(rounds < 10, "widening must stabilise");
+        }
+    }
 }
