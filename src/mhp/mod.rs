@@ -1245,20 +1245,30 @@ impl Merge for MhpFact {
     // Equal facts pass every test below, so no equality test comes first; the cheap tests
     // of flags come before the sets.
     fn covers(&self, o: &MhpFact) -> bool {
-        (!o.certain || (self.certain && self.cons == o.cons)) && self.covers_paths(o)
+        (!o.certain || (self.certain && self.cons == o.cons))
+            && self.alt_ids.iter().all(|p| o.alt_ids.contains(p))
+            && self.covers_paths(o)
     }
 
-    /// Certainty (an under-approximate claim, which a fold of a certain and an uncertain
-    /// fact drops) is forgotten.
+    /// Forgets certainty (an under-approximate claim, which a fold of a certain and an
+    /// uncertain fact drops) and takes an alternative of a thread-id variable as covering
+    /// the variable's plain entry (a fold of the two keeps only the alternative). A join
+    /// through an alternative ends the child as one through the plain entry does, but says
+    /// less (not which child the variable held), so the plain order keeps them apart.
     fn covers_widened(&self, o: &MhpFact) -> bool {
-        self.covers_paths(o)
+        self.alt_ids.iter().all(|p| {
+            o.alt_ids.contains(p)
+                || (o.ids.contains(p) && o.fresh.contains(&p.1))
+                || !o.may_active.contains(&p.1)
+        }) && self.covers_paths(o)
     }
 }
 
 impl MhpFact {
-    /// Whether every path `o` describes, `self` describes too, certainty aside: every
-    /// component of [`Merge::merge`] over-approximates its inputs in this order, so a fold
-    /// covers the facts it folded.
+    /// Whether every path `o` describes, `self` describes too, certainty and thread-id
+    /// alternatives aside (the two orders differ there): every component of
+    /// [`Merge::merge`] over-approximates its inputs in [`Merge::covers_widened`], so a fold
+    /// covers the facts it folded in that order.
     fn covers_paths(&self, o: &MhpFact) -> bool {
         (self.ret.is_none() || self.ret == o.ret)
             && (self.joined_unknown || !o.joined_unknown)
@@ -1271,13 +1281,6 @@ impl MhpFact {
                     .any(|(g, x, j, _)| g == fu && x == l && j.leq(i))
             })
             && self.ids.iter().all(|p| o.ids.contains(p))
-            // An alternative (k, c) holds on `o`'s paths when `o` has it, holds the running
-            // instance of `c` in `k` (a fresh child), or runs no `c` ([`merged_alternatives`]).
-            && self.alt_ids.iter().all(|p| {
-                o.alt_ids.contains(p)
-                    || (o.ids.contains(p) && o.fresh.contains(&p.1))
-                    || !o.may_active.contains(&p.1)
-            })
             && self.joined.is_subset(&o.joined)
             && self.created_joined.is_subset(&o.created_joined)
             && self
@@ -2293,14 +2296,14 @@ mod tests {
     }
 
     #[test]
-    fn a_fold_covers_the_facts_it_folded() {
+    fn a_fold_covers_the_facts_it_folded_once_widening() {
         // One path holds child 1 in `k0`, the other child 2: the fold keeps both as
         // alternatives of `k0`, which must still cover each side's plain id entry.
         let (a, b) = (running(0, 1), running(0, 2));
         let m = MhpFact::merge(&[&a, &b]);
         assert!(m.alt_ids.contains(&(IdKey(0), child(1))));
-        assert!(m.covers(&a) && m.covers(&b));
-        assert!(!a.covers(&m));
+        assert!(m.covers_widened(&a) && m.covers_widened(&b));
+        assert!(!a.covers_widened(&m));
     }
 
     #[test]
