@@ -741,6 +741,17 @@ pub struct Paired<F> {
 }
 
 impl<F: PartialEq> Paired<F> {
+    /// Whether this path edge covers `o` with facts (and folded entries) ordered by `covers`.
+    fn covers_by(&self, o: &Self, covers: impl Fn(&F, &F) -> bool) -> bool
+    where
+        F: Merge,
+    {
+        covers(&self.fact, &o.fact)
+            && (std::sync::Arc::ptr_eq(&self.entry, &o.entry)
+                || *self.entry == *o.entry
+                || ((self.merged || !F::STRICT_ENTRIES) && covers(&self.entry, &o.entry)))
+    }
+
     /// Whether this path edge describes paths from the entry fact `e`: its entry is `e`, or
     /// a fold covering it (any entry covering it without [`Merge::STRICT_ENTRIES`]).
     fn starts_at(&self, e: &F) -> bool
@@ -770,18 +781,12 @@ impl<F: Merge + PartialEq> Merge for Paired<F> {
     /// does not subsume the other, so a caller's facts never flow back to a caller with
     /// fewer), unless `self`'s entry is a fold covering `o`'s.
     fn covers(&self, o: &Self) -> bool {
-        self.fact.covers(&o.fact)
-            && (std::sync::Arc::ptr_eq(&self.entry, &o.entry)
-                || *self.entry == *o.entry
-                || ((self.merged || !F::STRICT_ENTRIES) && self.entry.covers(&o.entry)))
+        self.covers_by(o, F::covers)
     }
 
     /// As [`Merge::covers`] here, with facts and folded entries compared in the widening order.
     fn covers_widened(&self, o: &Self) -> bool {
-        self.fact.covers_widened(&o.fact)
-            && (std::sync::Arc::ptr_eq(&self.entry, &o.entry)
-                || *self.entry == *o.entry
-                || ((self.merged || !F::STRICT_ENTRIES) && self.entry.covers_widened(&o.entry)))
+        self.covers_by(o, F::covers_widened)
     }
 
     /// Level 0: path edges from one entry fact (folding the entries of different callers of

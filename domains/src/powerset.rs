@@ -18,12 +18,13 @@ pub trait Merge: Sized {
     fn covers(&self, other: &Self) -> bool;
 
     /// Whether `self` covers `other` once widening is on: like [`Merge::covers`], but free
-    /// to forget what `other` claims *under*-approximately (paths certainly feasible).
-    /// Folding may drop such claims ([`Merge::merge`] of a certain and an uncertain fact is
-    /// uncertain), so a plain `covers` can refuse a fold the very facts it folded, and a fact
-    /// arriving again around a loop would be re-inserted and re-folded forever; a widening
-    /// [`Powerset::widen`] that skips facts this order covers terminates when [`Merge::merge`]
-    /// covers its inputs in it. Defaults to `covers`.
+    /// to forget what a fold forgets, which the plain order may keep apart for precision:
+    /// *under*-approximate claims (a path certainly feasible: [`Merge::merge`] of a certain
+    /// and an uncertain fact is uncertain) and exact forms a fold coarsens. Under the plain
+    /// order a fold need not cover the very facts it folded, and a fact arriving again
+    /// around a loop would be re-inserted and re-folded forever; [`Powerset::widen`], which
+    /// skips the facts this order covers, terminates when [`Merge::merge`] covers its inputs
+    /// in it (and the facts have finite height). Defaults to `covers`.
     fn covers_widened(&self, other: &Self) -> bool {
         self.covers(other)
     }
@@ -140,9 +141,15 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
     /// `self ∇= o`: adds the facts of `o` that no fact of `self` covers in the widening
     /// order ([`Merge::covers_widened`]), folding past [`CAP`]; whether the set changed.
     pub fn widen(&mut self, o: &Self) -> bool {
+        self.add_uncovered(o, F::covers_widened)
+    }
+
+    /// Adds the facts of `o` that no fact of `self` covers by `covers` (the facts already
+    /// covered, most once a fixpoint nears, are not cloned); whether the set changed.
+    fn add_uncovered(&mut self, o: &Self, covers: impl Fn(&F, &F) -> bool) -> bool {
         let mut changed = false;
         for f in &o.facts {
-            if !self.facts.iter().any(|g| g.covers_widened(f)) {
+            if !self.facts.iter().any(|g| covers(g, f)) {
                 self.insert_uncovered(f.clone());
                 changed = true;
             }
@@ -160,15 +167,7 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
 
 impl<F: Clone + PartialEq + Merge> JoinSemiLattice for Powerset<F> {
     fn join(&mut self, other: &Self) -> bool {
-        let mut changed = false;
-        for f in &other.facts {
-            // Covered facts (most, once a fixpoint nears) are not cloned.
-            if !self.covered(f) {
-                self.insert_uncovered(f.clone());
-                changed = true;
-            }
-        }
-        changed
+        self.add_uncovered(other, F::covers)
     }
 }
 
