@@ -9,6 +9,8 @@ use racedar::stats::RunStats;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+mod common;
+
 /// Expectations read from a fixture.
 #[derive(Default, Debug)]
 struct Expect {
@@ -150,7 +152,8 @@ fn deadlock_fixtures_meet_their_expectations() {
         let src = std::fs::read_to_string(f).expect("readable");
         let e = expectations(&src);
         assert!(e.deadlock.is_some(), "{} has no EXPECT line", f.display());
-        problems.extend(check_fixture(f));
+        let owned = f.clone();
+        problems.extend(common::bounded(f, move || check_fixture(&owned)));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

@@ -9,6 +9,8 @@ use racedar::stats::RunStats;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+mod common;
+
 /// Expectations read from a fixture.
 #[derive(Default, Debug)]
 struct Expect {
@@ -179,8 +181,8 @@ fn check_fixture(path: &Path, concrete: Option<bool>) -> Vec<String> {
     problems
 }
 
-#[test]
-fn race_fixtures_meet_their_expectations() {
+/// The race fixtures, sorted by path.
+fn fixture_files() -> Vec<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/races");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("fixture dir")
@@ -188,6 +190,18 @@ fn race_fixtures_meet_their_expectations() {
         .filter(|p| p.extension().is_some_and(|x| x == "c"))
         .collect();
     files.sort();
+    files
+}
+
+/// [`check_fixture`], bounded in time ([`common::bounded`]).
+fn check_fixture_bounded(path: &Path, concrete: Option<bool>) -> Vec<String> {
+    let owned = path.to_path_buf();
+    common::bounded(path, move || check_fixture(&owned, concrete))
+}
+
+#[test]
+fn race_fixtures_meet_their_expectations() {
+    let files = fixture_files();
     assert!(files.len() >= 20, "too few fixtures: {}", files.len());
     let mut problems = Vec::new();
     for f in &files {
@@ -202,7 +216,7 @@ fn race_fixtures_meet_their_expectations() {
             "{} has no expectations",
             f.display()
         );
-        problems.extend(check_fixture(f, None));
+        problems.extend(check_fixture_bounded(f, None));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
@@ -211,16 +225,10 @@ fn race_fixtures_meet_their_expectations() {
 /// race-free fixture racy.
 #[test]
 fn concrete_witnesses_respect_every_fixture() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/races");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixture dir")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "c"))
-        .collect();
-    files.sort();
+    let files = fixture_files();
     let mut problems = Vec::new();
     for f in &files {
-        problems.extend(check_fixture(f, Some(true)));
+        problems.extend(check_fixture_bounded(f, Some(true)));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
