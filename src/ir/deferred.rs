@@ -122,9 +122,13 @@ fn struct_functions(
 }
 
 /// The functions stored in members named `names` of the struct argument `a` points to (the
-/// [`crate::model::library::Callback::first`] members): in the static initialiser of the
-/// global it points to or of any global of the struct type, or assigned to such a member.
-fn first_members(program: &Program, a: &super::Expr, names: &[String]) -> Vec<FuncId> {
+/// [`crate::model::library::Callback::first`] or [`crate::model::library::Callback::last`]
+/// members): in the static initialiser of the global it points to or of any global of the
+/// struct type, or assigned to such a member. None without names.
+fn named_members(program: &Program, a: &super::Expr, names: &[String]) -> Vec<FuncId> {
+    if names.is_empty() {
+        return Vec::new();
+    }
     let types = &program.types;
     let named = |proj: &[super::expr::Proj]| {
         proj.iter()
@@ -188,14 +192,10 @@ pub fn insert_deferred_callbacks(program: &mut Program, roles: &mut Roles) -> us
                 let Some(a) = args.get(cb.arg) else { continue };
                 match registered(program, a, cb.deep) {
                     Some(fs) => {
-                        let once = |names: &[String]| {
-                            if names.is_empty() {
-                                Vec::new()
-                            } else {
-                                first_members(program, a, names)
-                            }
-                        };
-                        let (first, last) = (once(cb.first), once(cb.last));
+                        let (first, last) = (
+                            named_members(program, a, cb.first),
+                            named_members(program, a, cb.last),
+                        );
                         handlers.entry(registry.to_string()).or_default().extend(
                             fs.into_iter()
                                 .filter(|f| !first.contains(f) && !last.contains(f)),
