@@ -624,6 +624,7 @@ fn check_files(args: &CheckArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    report.merge_objects();
     let mut out = std::io::stdout().lock();
     if let Some(id) = &args.explain {
         let found = text::find_races(&report, id);

@@ -1013,3 +1013,73 @@ fn code_without_main_is_checked_as_a_library() {
                 .starts_with("library mode: entry functions assumed to be called concurrently"))))
     );
 }
+
+/// Two unique threads that each bump two counters of one struct and a separate global, with
+/// no lock: the struct's fields are one report (its other field in `other_locations`, both
+/// racing pairs listed, the text naming the merged field), the global another. A baseline
+/// taken while only one field raced keeps judging per field: the new field's race is reported
+/// on its own, the baselined one stays suppressed.
+#[test]
+fn races_on_one_object_are_one_report_judged_per_field_by_baselines() {
+    let src = |fields: &str| {
+        format!(
+            "#include <pthread.h>\nstruct stats {{ long sent; long lost; }} st;\nlong other;\n\
+void *t(void *a) {{\n{fields}  other = 1;\n  return 0;\n}}\n\
+int main(void) {{\n  pthread_t x, y;\n  pthread_create(&x, 0, t, 0);\n  pthread_create(&y, 0, t, 0);\n  \
+pthread_join(x, 0);\n  pthread_join(y, 0);\n  return 0;\n}}\n"
+        )
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("stats.c");
+    std::fs::write(&f, src("  st.sent++;\n  st.lost++;\n")).expect("write");
+    let (code, v) = run_json(&[], &f);
+    assert_eq!(code, Some(1), "{v}");
+    let races = v["races"].as_array().expect("races");
+    assert_eq!(races.len(), 2, "{v}");
+    let on_struct = races
+        .iter()
+        .find(|r| r["location"] == "st.sent")
+        .expect("a report on st");
+    assert_eq!(on_struct["other_locations"], serde_json::json!(["st.lost"]));
+    let exprs: Vec<&str> = on_struct["accesses"]
+        .as_array()
+        .expect("accesses")
+        .iter()
+        .filter_map(|a| a["expression"].as_str())
+        .collect();
+    assert!(
+        exprs.contains(&"st.sent") && exprs.contains(&"st.lost"),
+        "{v}"
+    );
+    let on_other = races
+        .iter()
+        .find(|r| r["location"] == "other")
+        .expect("a report on other");
+    assert!(on_other.get("other_locations").is_none(), "{v}");
+    let out = racedar()
+        .args(["check", "--show", "possible"])
+        .arg(&f)
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("note: this object also races on 'st.lost'"),
+        "{text}"
+    );
+    // Baseline with one field racing, then the second field races too.
+    let base = dir.path().join("base.json");
+    std::fs::write(&f, src("  st.sent++;\n")).expect("write");
+    let (_, _) = run_json(&["--write-baseline", base.to_str().expect("utf8")], &f);
+    std::fs::write(&f, src("  st.sent++;\n  st.lost++;\n")).expect("write");
+    let (code, v) = run_json(&["--baseline", base.to_str().expect("utf8")], &f);
+    assert_eq!(code, Some(1), "{v}");
+    let open: Vec<&serde_json::Value> = v["races"]
+        .as_array()
+        .expect("races")
+        .iter()
+        .filter(|r| r.get("suppressed").is_none())
+        .collect();
+    assert_eq!(open.len(), 1, "{v}");
+    assert_eq!(open[0]["location"], "st.lost", "{v}");
+    assert!(open[0].get("other_locations").is_none(), "{v}");
+}

@@ -118,6 +118,37 @@ pub struct Race {
     pub witness: Option<String>,
 }
 
+/// The object a race is on, for grouping reports: races on one object are one report
+/// ([`crate::report`]). A known object is its base (every field and element of a global, a
+/// local or an allocation site); an object behind an unresolved pointer is the struct type
+/// whose member the leading access touches (`p->f`, `p->a[i]`, a whole `*p` of struct type),
+/// else the access's type class with pointers not told apart ([`TypeClass::loose`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RaceObject {
+    /// A known object.
+    Base(Base),
+    /// Objects of this struct type reached through unresolved pointers.
+    Struct(CompId),
+    /// Objects of this class reached through unresolved pointers.
+    Class(TypeClass),
+}
+
+impl RaceObject {
+    /// The object access `a` touches (type definition).
+    pub fn of(program: &Program, a: &Access<'_>) -> RaceObject {
+        match a.mem.target {
+            Target::Addr(x) => RaceObject::Base(x.base),
+            Target::Typed(class) => member_range(program, &a.mem.site)
+                .or_else(|| element_member(program, &a.mem.site))
+                .map(|(c, _)| RaceObject::Struct(c))
+                .unwrap_or(match class {
+                    TypeClass::Comp(c) => RaceObject::Struct(c),
+                    c => RaceObject::Class(c.loose()),
+                }),
+        }
+    }
+}
+
 /// The result of race detection.
 #[derive(Clone, Debug)]
 pub struct RaceResult<'p> {

@@ -18,7 +18,7 @@ use crate::lockset::{Held, LockKey, LockTable};
 use crate::model::LockMode;
 use crate::pipeline::Analysis;
 use crate::races::evidence::Evidence;
-use crate::races::{Access, Confidence};
+use crate::races::{Access, Confidence, RaceObject};
 use crate::stats::RunStats;
 use racedar_domains::SmallSet;
 use serde::Serialize;
@@ -117,6 +117,14 @@ pub struct RaceReport {
     pub evidence: &'static str,
     /// The memory location, as C text.
     pub location: String,
+    /// Further locations of the same object whose races this report stands for (fields,
+    /// elements; [`merge_races`]), as C text, in report order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub other_locations: Vec<String>,
+    /// The object the race is on ([`RaceObject`]; `None` for a witness no static race
+    /// explains), for [`Report::merge_objects`]. Meaningful within one program only.
+    #[serde(skip)]
+    pub object: Option<RaceObject>,
     /// The accesses: the first two race with each other.
     pub accesses: Vec<AccessReport>,
     /// Why the race is only a may-race.
@@ -140,24 +148,26 @@ pub struct RaceReport {
     pub program: Option<String>,
 }
 
-/// Races with one fingerprint are one race (issue "Reports people act on", item 1): the same
-/// pair of accesses found on several abstract objects (one allocation site's objects told
-/// apart by calling context, say) or in several pairs of thread contexts. The group keeps the
-/// order of its first race; a must-race of the group leads it (its first two accesses are the
-/// certain pair), the other races' accesses follow (each once, within
-/// [`MAX_LISTED_ACCESSES`]), and the reasons of may-races are joined without repetition.
-fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
+/// Merges reported races that share a key, in the order of their first race. A group's lead is its first must-race, else its first race (its first two
+/// accesses are its racing pair); the other races' racing pairs follow (always listed), then
+/// their other accesses (each once, within [`MAX_LISTED_ACCESSES`]); their locations other than the lead's are listed in
+/// `other_locations`, the strongest evidence tier counts, and the reasons of may-races are
+/// joined without repetition.
+fn merge_by<K: Ord>(
+    races: Vec<RaceReport>,
+    mut key: impl FnMut(&RaceReport) -> K,
+) -> Vec<RaceReport> {
     // Groups in the order of their first race.
-    let mut index: BTreeMap<String, usize> = BTreeMap::new();
+    let mut index: BTreeMap<K, usize> = BTreeMap::new();
     let mut groups: Vec<Vec<RaceReport>> = Vec::new();
     for r in races {
-        let k = *index.entry(r.fingerprint.clone()).or_insert_with(|| {
+        let k = *index.entry(key(&r)).or_insert_with(|| {
             groups.push(Vec::new());
             groups.len() - 1
         });
         groups[k].push(r);
     }
-    let key = |a: &AccessReport| {
+    let access_key = |a: &AccessReport| {
         (
             a.file.clone(),
             a.line,
@@ -175,27 +185,33 @@ fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
         let Some(mut lead) = members.next() else {
             continue;
         };
-        let mut seen: std::collections::BTreeSet<_> = lead.accesses.iter().map(key).collect();
+        let mut seen: std::collections::BTreeSet<_> =
+            lead.accesses.iter().map(access_key).collect();
         let mut reasons: Vec<String> = lead
             .reason
             .iter()
             .flat_map(|r| r.split("; ").map(str::to_string))
             .collect();
+        // Every member's racing pair is listed (whatever the limit), then their other
+        // accesses within [`MAX_LISTED_ACCESSES`].
+        let mut rest: Vec<AccessReport> = Vec::new();
         for r in members {
             if tier(r.evidence) < tier(lead.evidence) {
                 lead.evidence = r.evidence;
             }
-            lead.more_accesses += r.more_accesses;
-            for a in r.accesses {
-                if !seen.insert(key(&a)) {
-                    continue;
-                }
-                if lead.accesses.len() < MAX_LISTED_ACCESSES {
-                    lead.accesses.push(a);
-                } else {
-                    lead.more_accesses += 1;
+            for l in std::iter::once(r.location).chain(r.other_locations) {
+                if l != lead.location && !lead.other_locations.contains(&l) {
+                    lead.other_locations.push(l);
                 }
             }
+            lead.more_accesses += r.more_accesses;
+            let mut accesses = r.accesses.into_iter();
+            for a in accesses.by_ref().take(2) {
+                if seen.insert(access_key(&a)) {
+                    lead.accesses.push(a);
+                }
+            }
+            rest.extend(accesses);
             if lead.confidence != "must" {
                 for x in r.reason.iter().flat_map(|x| x.split("; ")) {
                     if !reasons.iter().any(|y| y == x) {
@@ -207,12 +223,29 @@ fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
                 lead.witness = r.witness;
             }
         }
+        for a in rest {
+            if !seen.insert(access_key(&a)) {
+                continue;
+            }
+            if lead.accesses.len() < MAX_LISTED_ACCESSES {
+                lead.accesses.push(a);
+            } else {
+                lead.more_accesses += 1;
+            }
+        }
         if lead.confidence != "must" && !reasons.is_empty() {
             lead.reason = Some(reasons.join("; "));
         }
         out.push(lead);
     }
     out
+}
+
+/// Races with one fingerprint are one race (issue "Reports people act on", item 1): the same
+/// pair of accesses found on several abstract objects (one allocation site's objects told
+/// apart by calling context, say) or in several pairs of thread contexts.
+fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
+    merge_by(races, |r| r.fingerprint.clone())
 }
 
 /// The tier named `name` (`certain`, `likely`, `possible`; anything else counts as possible).
@@ -382,6 +415,11 @@ impl Report {
                     },
                     evidence: evidence.as_str(),
                     location,
+                    other_locations: Vec::new(),
+                    object: r
+                        .accesses
+                        .first()
+                        .map(|&i| RaceObject::of(p, &a.races.accesses[i])),
                     accesses,
                     reason: (!r.reasons.is_empty()).then(|| r.reasons.join("; ")),
                     witness: r.witness.clone(),
@@ -508,6 +546,36 @@ impl Report {
         out
     }
 
+    /// Races one developer fix addresses become one report (issue "Real programs", report
+    /// volume): races of one program, one evidence tier and one suppression state on one
+    /// object ([`RaceObject`]): the fields and elements of one global, local or allocation
+    /// site, or the members of one struct type reached through unresolved pointers. A report
+    /// per field of a struct of counters, or per field a whole-object `memset` overlaps,
+    /// repeats one finding. The lead is the first race of the group (tier order kept); the
+    /// others' locations go to `other_locations`, their racing pairs are listed after the
+    /// lead's accesses ([`merge_by`]). Tiers stay apart, so a `likely` report never carries
+    /// `possible` pairs and `--show`/`--fail-on` keep their meaning. Runs after suppressions,
+    /// baselines and `--diff-base`, which judge each race on its own.
+    pub fn merge_objects(&mut self) {
+        let races = std::mem::take(&mut self.races);
+        let mut unique = 0usize;
+        self.races = merge_by(races, |r| {
+            let own = r.object.is_none().then(|| {
+                unique += 1;
+                unique
+            });
+            (
+                r.program.clone(),
+                r.object,
+                own,
+                tier(r.evidence),
+                r.suppressed
+                    .as_ref()
+                    .map(|s| (s.kind, s.justification.clone())),
+            )
+        });
+    }
+
     /// Keeps only the races and deadlocks that are new since revision `rev`, whose report
     /// `base` summarises: a race is known when `base` covers it (its fingerprint, and no
     /// access the race had then: [`suppress::Baseline::covers`]), a deadlock when its
@@ -611,6 +679,8 @@ fn witness_report(p: &Program, w: &crate::concrete::Witness) -> RaceReport {
         confidence: "must",
         evidence: Evidence::Certain.as_str(),
         location: location.clone(),
+        other_locations: Vec::new(),
+        object: None,
         accesses: vec![side(&w.first), side(&w.second)],
         reason: None,
         witness: Some(crate::concrete::upgrade::describe(p, w)),

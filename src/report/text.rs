@@ -158,6 +158,26 @@ fn render_race(
     if let Some(p) = &race.program {
         let _ = writeln!(out, "{at}: note: in program {p}");
     }
+    if !race.other_locations.is_empty() {
+        const NAMED: usize = 4;
+        let named: Vec<String> = race
+            .other_locations
+            .iter()
+            .take(NAMED)
+            .map(|l| format!("'{l}'"))
+            .collect();
+        let more = race.other_locations.len().saturating_sub(NAMED);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "{at}: note: this object also races on {}{more} (merged into this report)",
+            named.join(", ")
+        );
+    }
     let listed = race.accesses.len().min(2 + opts.max_notes);
     for a in &race.accesses[..listed] {
         let _ = writeln!(
