@@ -247,6 +247,19 @@ fn result(
             .as_ref()
             .map_or(String::new(), |r| format!("; only possible: {r}")),
     );
+    let message = if race.other_locations.is_empty() {
+        message
+    } else {
+        let others: Vec<String> = race
+            .other_locations
+            .iter()
+            .map(|l| format!("'{l}'"))
+            .collect();
+        format!(
+            "{message}; the same object also races on {}",
+            others.join(", ")
+        )
+    };
     let mut related = vec![uris.location(
         &site_of(second),
         Some(1),
