@@ -26,7 +26,10 @@
 //!   reaches through calls that are each the only call of their callee and outside loops; not
 //!   nested in another loop, never entered again once left), so each
 //!   thread of the create statement (peeled copies included, [`crate::ir::unroll`]) gets its own
-//!   value. Inside the thread, the entry's parameter and locals copied once from it hold that
+//!   value. A loop passing element addresses may run more often (a search started per
+//!   keystroke, fzy's `choices_search`) when the array is one the function allocates afresh on
+//!   each run before the loop, held in a pointer local the loop does not change
+//!   ([`fresh_per_run`]): threads of different runs may share a value but never an array. Inside the thread, the entry's parameter and locals copied once from it hold that
 //!   value. The element's address may also reach the create through a pointer local the loop
 //!   sets once per iteration, before the create (`t = a + i; t->x = ..; create(.., t)`); the
 //!   creator's accesses through it before the create are keyed like `a[i].x`. The
@@ -52,6 +55,7 @@ use crate::lockset::{LockId, LocksetResult};
 use crate::model::{LockMode, Role, Roles};
 use crate::threads::ThreadGraph;
 use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
 
 /// Where the distinct values of a keyed access come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -184,8 +188,10 @@ struct LoopFamily {
     id: (FuncId, EdgeId),
     /// The creating thread (for counters: one thread runs the loop once).
     parent: Option<ThreadId>,
-    /// The creating thread's function context running the loop (for counters).
-    creator_ctx: Option<FnCtxId>,
+    /// The creating thread's function contexts running the loop (for counters): one, or
+    /// several when the loop's elements belong to an object allocated afresh on each run
+    /// ([`fresh_per_run`]).
+    creator_ctxs: SmallVec<[FnCtxId; 1]>,
     /// The counter, or the local holding the fresh object.
     counter: LocalId,
     /// Width of the passed value in bits.
@@ -382,7 +388,7 @@ impl Slots {
                     continue;
                 };
                 if fam.id.0 == func
-                    && fam.creator_ctx == Some(ctx)
+                    && fam.creator_ctxs.contains(&ctx)
                     && *t == q
                     && fam.region.get(node.0 as usize).copied().unwrap_or(false)
                     && dominated(cfg, node, defs)
@@ -411,20 +417,21 @@ impl Slots {
             for &k in fams {
                 let fam = &self.families[k];
                 if fam.id.0 == func
-                    && fam.creator_ctx == Some(ctx)
+                    && fam.creator_ctxs.contains(&ctx)
                     && fam.region.get(node.0 as usize).copied().unwrap_or(false)
                     && chain_local(types, ix.index, fam.bits) == Some(fam.counter)
                     && before_create(fam)
                 {
                     let domain = Domain::Loop(fam.id.0, fam.id.1);
-                    if let Some(key) = element(&ix, domain, Holder::Creator) {
-                        return Some(key);
-                    }
-                    // The loop's fixed pointer local, when the family's origin is one.
+                    // The loop's fixed pointer local, when the family's origin is one (an
+                    // exact offset would not match it).
                     if let KeyKind::Element(o @ OriginKey::Pointer(l, pre), _, _) = fam.kind
                         && ix.origin_pointer(types) == Some((l, pre))
                     {
                         return Some(ix.key(domain, Holder::Creator, o));
+                    }
+                    if let Some(key) = element(&ix, domain, Holder::Creator) {
+                        return Some(key);
                     }
                 }
             }
@@ -1002,21 +1009,46 @@ fn loop_families<'p, B: Backend<'p>>(
             if !p.unique || p.in_cycle || called_in(ptc, p.entry) {
                 continue;
             }
-            // The function context running the loop: the parent's entry, or a function the
-            // entry reaches through calls that each run once ([`runs_once`]).
-            let creator_ctx = if p.entry == func {
-                ptc.entry
+            // The elements belong to an object the function allocates afresh on each run
+            // before the loop, through a pointer local the loop never changes: threads of
+            // different runs then touch different objects whatever their values.
+            let fresh_origin = elem.as_ref().and_then(|(ix, _)| {
+                ix.origin_pointer(types).filter(|(l, _)| {
+                    fixed(*l) && fresh_per_run(program, roles, f, &writes, &taken, *l, &all)
+                })
+            });
+            // The function contexts running the loop: the parent's entry, or a function the
+            // entry reaches through calls that each run once ([`runs_once`]), or any
+            // function of the parent with a fresh origin.
+            let creator_ctxs: SmallVec<[FnCtxId; 1]> = if p.entry == func {
+                smallvec::smallvec![ptc.entry]
             } else {
-                let ctxs: Vec<FnCtxId> = ptc.ids().filter(|c| ptc.ctx(*c).func == func).collect();
-                match ctxs.as_slice() {
-                    [c] if runs_once(program, &taken_funcs, p.entry, func) => *c,
-                    _ => continue,
+                let ctxs: SmallVec<[FnCtxId; 1]> =
+                    ptc.ids().filter(|c| ptc.ctx(*c).func == func).collect();
+                let once = ctxs.len() == 1 && runs_once(program, &taken_funcs, p.entry, func);
+                if once || (fresh_origin.is_some() && !ctxs.is_empty()) {
+                    ctxs
+                } else {
+                    continue;
                 }
             };
+            let several_runs = creator_ctxs.len() > 1
+                || (p.entry != func && !runs_once(program, &taken_funcs, p.entry, func));
             // For an address argument, element 0 is at one offset at every create.
             let kind = match &elem {
+                None if several_runs => continue,
                 None => KeyKind::Counter,
+                Some((ix, off)) if several_runs => match fresh_origin {
+                    Some((l, pre)) if ix.stride > 0 && *off < ix.stride => {
+                        KeyKind::Element(OriginKey::Pointer(l, pre), ix.stride, *off)
+                    }
+                    _ => continue,
+                },
                 Some((ix, off)) => {
+                    let [creator_ctx] = creator_ctxs.as_slice() else {
+                        continue;
+                    };
+                    let creator_ctx = *creator_ctx;
                     let mut origin = None;
                     let mut ok = true;
                     for x in &all {
@@ -1047,7 +1079,7 @@ fn loop_families<'p, B: Backend<'p>>(
             out.push(LoopFamily {
                 id: (func, c),
                 parent: Some(parent),
-                creator_ctx: Some(creator_ctx),
+                creator_ctxs,
                 counter,
                 bits,
                 kind,
@@ -1121,6 +1153,125 @@ fn element_alias<'a>(
     Some((rhs, defs))
 }
 
+/// Whether pointer local `l` of `f` holds, at every create of `creates`, an object `f`
+/// allocated on the current run: `l` is neither a parameter nor address-taken, every write of
+/// it stores a fresh allocation ([`fresh_value`]), and every create is dominated by such a
+/// write. Two runs of `f` then pass different objects, even when the loop runs once per run
+/// (allocations live at the same time are different objects).
+fn fresh_per_run(
+    program: &Program,
+    roles: &Roles,
+    f: &crate::ir::Function,
+    writes: &FxHashMap<LocalId, Vec<EdgeId>>,
+    taken: &FxHashSet<LocalId>,
+    l: LocalId,
+    creates: &[EdgeId],
+) -> bool {
+    let Some(cfg) = &f.body else {
+        return false;
+    };
+    if taken.contains(&l) || f.params.contains(&l) {
+        return false;
+    }
+    let Some(defs) = writes.get(&l) else {
+        return false;
+    };
+    let fresh = defs.iter().all(|d| {
+        let e = cfg.edge(*d);
+        match &e.op {
+            Op::Assign { lhs, rhs } if whole_local(lhs) == Some(l) => {
+                fresh_value(program, roles, cfg, e.src, rhs, FRESH_CHAIN)
+            }
+            Op::Call { dest: Some(d), .. } => {
+                whole_local(d) == Some(l) && matches!(roles.of_call(&e.op), Some(Role::Alloc))
+            }
+            _ => false,
+        }
+    });
+    fresh
+        && creates
+            .iter()
+            .all(|c| dominated(cfg, cfg.edge(*c).src, defs))
+}
+
+/// Statements [`fresh_value`] looks back over.
+const FRESH_CHAIN: usize = 8;
+
+/// Whether `e`, evaluated at `node`, is certainly a fresh allocation of this run, looking back
+/// over at most `budget` statements of the one straight-line path into `node`: a local the
+/// path last set to an allocator's result (or to such a value, through casts), or a load of a
+/// location the path last stored such a value to with no statement between that could
+/// change it (store-to-load forwarding: `p->w = tmp; w = p->w;`).
+fn fresh_value(
+    program: &Program,
+    roles: &Roles,
+    cfg: &Cfg,
+    node: NodeId,
+    e: &Expr,
+    budget: usize,
+) -> bool {
+    let e = strip_casts(e);
+    let local = chain_local(&program.types, e, 0);
+    let loaded = match &e.kind {
+        ExprKind::Load(lv) if local.is_none() => Some(lv),
+        _ => None,
+    };
+    if local.is_none() && loaded.is_none() {
+        return false;
+    }
+    // Locals the loaded lvalue depends on.
+    let mut used: FxHashSet<LocalId> = FxHashSet::default();
+    if let Some(lv) = loaded {
+        let whole = Expr {
+            kind: ExprKind::Load(lv.clone()),
+            ty: lv.ty,
+        };
+        walk_expr(&whole, &mut |x| {
+            if let ExprKind::Load(l) = &x.kind
+                && let Host::Var(Var::Local(v)) = l.host
+            {
+                used.insert(v);
+            }
+        });
+    }
+    let mut n = node;
+    for _ in 0..budget {
+        let [pred] = cfg.node(n).preds.as_slice() else {
+            return false;
+        };
+        let p = cfg.edge(*pred);
+        match (&p.op, local, loaded) {
+            (Op::Call { dest: Some(d), .. }, Some(t), _) if whole_local(d) == Some(t) => {
+                return matches!(roles.of_call(&p.op), Some(Role::Alloc));
+            }
+            (Op::Assign { lhs, rhs }, Some(t), _) if whole_local(lhs) == Some(t) => {
+                return fresh_value(program, roles, cfg, p.src, rhs, budget - 1);
+            }
+            (Op::Assign { lhs, rhs }, None, Some(lv)) if lhs == lv.as_ref() => {
+                return fresh_value(program, roles, cfg, p.src, rhs, budget - 1);
+            }
+            // A statement that may change the value: anything writing memory or a local the
+            // value depends on.
+            (Op::Call { .. } | Op::Asm { .. }, _, Some(_)) => return false,
+            (Op::Assign { lhs, .. }, _, Some(_))
+                if whole_local(lhs).is_none_or(|v| used.contains(&v)) =>
+            {
+                return false;
+            }
+            _ => {}
+        }
+        let mut hit = false;
+        if let Some(t) = local {
+            written_locals(&p.op, &mut |v| hit |= v == t);
+        }
+        if hit {
+            return false;
+        }
+        n = p.src;
+    }
+    false
+}
+
 /// The family of create `c` (with peeled copies `all`) passing local `t`, when every write of
 /// `t` stores a fresh allocation and every path from one create to the next takes such a write:
 /// each thread gets an object no other thread got.
@@ -1170,7 +1321,7 @@ fn object_family(
     Some(LoopFamily {
         id: (func, c),
         parent: None,
-        creator_ctx: None,
+        creator_ctxs: SmallVec::new(),
         counter: t,
         bits: pointer_bits(&program.types),
         kind: KeyKind::Object,
