@@ -1066,6 +1066,16 @@ pthread_join(x, 0);\n  pthread_join(y, 0);\n  return 0;\n}}\n"
         text.contains("note: this object also races on 'st.lost'"),
         "{text}"
     );
+    // The merged location's racing pair follows the lead pair (warning, merge note, pair).
+    let report: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("data race on 'st."))
+        .take(6)
+        .collect();
+    assert!(
+        report.iter().any(|l| l.contains("of 'st.lost'")),
+        "{text}"
+    );
     // Baseline with one field racing, then the second field races too.
     let base = dir.path().join("base.json");
     std::fs::write(&f, src("  st.sent++;\n")).expect("write");

@@ -148,13 +148,17 @@ pub struct RaceReport {
     pub program: Option<String>,
 }
 
-/// Merges reported races that share a key, in the order of their first race. A group's lead is its first must-race, else its first race (its first two
-/// accesses are its racing pair); the other races' racing pairs follow (always listed), then
-/// their other accesses (each once, within [`MAX_LISTED_ACCESSES`]); their locations other than the lead's are listed in
+/// Merges reported races that share a key, in the order of their first race. A group's lead
+/// is its first must-race, else its first race (its first two accesses are its racing pair);
+/// the other races' racing pairs follow (always listed), then their other accesses (each
+/// once, within [`MAX_LISTED_ACCESSES`]). With `pairs_first` the lead's own further accesses
+/// come after the other races' pairs (so the few notes of a text report show every merged
+/// location's pair), else right after its pair. The other races' locations are listed in
 /// `other_locations`, the strongest evidence tier counts, and the reasons of may-races are
 /// joined without repetition.
 fn merge_by<K: Ord>(
     races: Vec<RaceReport>,
+    pairs_first: bool,
     mut key: impl FnMut(&RaceReport) -> K,
 ) -> Vec<RaceReport> {
     // Groups in the order of their first race.
@@ -184,6 +188,12 @@ fn merge_by<K: Ord>(
         let mut members = group.into_iter();
         let Some(mut lead) = members.next() else {
             continue;
+        };
+        // With `pairs_first`, the lead's further accesses wait behind the members' pairs.
+        let lead_rest = if pairs_first && lead.accesses.len() > 2 {
+            lead.accesses.split_off(2)
+        } else {
+            Vec::new()
         };
         let mut seen: std::collections::BTreeSet<_> =
             lead.accesses.iter().map(access_key).collect();
@@ -223,7 +233,7 @@ fn merge_by<K: Ord>(
                 lead.witness = r.witness;
             }
         }
-        for a in rest {
+        for a in lead_rest.into_iter().chain(rest) {
             if !seen.insert(access_key(&a)) {
                 continue;
             }
@@ -245,7 +255,7 @@ fn merge_by<K: Ord>(
 /// pair of accesses found on several abstract objects (one allocation site's objects told
 /// apart by calling context, say) or in several pairs of thread contexts.
 fn merge_same_fingerprint(races: Vec<RaceReport>) -> Vec<RaceReport> {
-    merge_by(races, |r| r.fingerprint.clone())
+    merge_by(races, false, |r| r.fingerprint.clone())
 }
 
 /// The tier named `name` (`certain`, `likely`, `possible`; anything else counts as possible).
@@ -559,7 +569,7 @@ impl Report {
     pub fn merge_objects(&mut self) {
         let races = std::mem::take(&mut self.races);
         let mut unique = 0usize;
-        self.races = merge_by(races, |r| {
+        self.races = merge_by(races, true, |r| {
             let own = r.object.is_none().then(|| {
                 unique += 1;
                 unique
