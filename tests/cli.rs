@@ -1072,10 +1072,7 @@ pthread_join(x, 0);\n  pthread_join(y, 0);\n  return 0;\n}}\n"
         .skip_while(|l| !l.contains("data race on 'st."))
         .take(6)
         .collect();
-    assert!(
-        report.iter().any(|l| l.contains("of 'st.lost'")),
-        "{text}"
-    );
+    assert!(report.iter().any(|l| l.contains("of 'st.lost'")), "{text}");
     // Baseline with one field racing, then the second field races too.
     let base = dir.path().join("base.json");
     std::fs::write(&f, src("  st.sent++;\n")).expect("write");

@@ -1180,7 +1180,7 @@ fn fresh_per_run(
         let e = cfg.edge(*d);
         match &e.op {
             Op::Assign { lhs, rhs } if whole_local(lhs) == Some(l) => {
-                fresh_value(program, roles, cfg, e.src, rhs, FRESH_CHAIN)
+                fresh_value(program, roles, cfg, taken, e.src, rhs, FRESH_CHAIN)
             }
             Op::Call { dest: Some(d), .. } => {
                 whole_local(d) == Some(l) && matches!(roles.of_call(&e.op), Some(Role::Alloc))
@@ -1198,20 +1198,25 @@ fn fresh_per_run(
 const FRESH_CHAIN: usize = 8;
 
 /// Whether `e`, evaluated at `node`, is certainly a fresh allocation of this run, looking back
-/// over at most `budget` statements of the one straight-line path into `node`: a local the
-/// path last set to an allocator's result (or to such a value, through casts), or a load of a
-/// location the path last stored such a value to with no statement between that could
-/// change it (store-to-load forwarding: `p->w = tmp; w = p->w;`).
+/// over at most `budget` statements of the one straight-line path into `node`: a local whose
+/// address is not taken (`taken`) that the path last set to an allocator's result (or to such
+/// a value, through casts), or a load of a location the path last stored such a value to with
+/// no statement between that could change it (store-to-load forwarding: `p->w = tmp; w =
+/// p->w;`).
 fn fresh_value(
     program: &Program,
     roles: &Roles,
     cfg: &Cfg,
+    taken: &FxHashSet<LocalId>,
     node: NodeId,
     e: &Expr,
     budget: usize,
 ) -> bool {
     let e = strip_casts(e);
     let local = chain_local(&program.types, e, 0);
+    if local.is_some_and(|t| taken.contains(&t)) {
+        return false;
+    }
     let loaded = match &e.kind {
         ExprKind::Load(lv) if local.is_none() => Some(lv),
         _ => None,
@@ -1245,10 +1250,10 @@ fn fresh_value(
                 return matches!(roles.of_call(&p.op), Some(Role::Alloc));
             }
             (Op::Assign { lhs, rhs }, Some(t), _) if whole_local(lhs) == Some(t) => {
-                return fresh_value(program, roles, cfg, p.src, rhs, budget - 1);
+                return fresh_value(program, roles, cfg, taken, p.src, rhs, budget - 1);
             }
             (Op::Assign { lhs, rhs }, None, Some(lv)) if lhs == lv.as_ref() => {
-                return fresh_value(program, roles, cfg, p.src, rhs, budget - 1);
+                return fresh_value(program, roles, cfg, taken, p.src, rhs, budget - 1);
             }
             // A statement that may change the value: anything writing memory or a local the
             // value depends on.
