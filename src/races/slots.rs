@@ -29,8 +29,8 @@
 //!   value. A loop passing element addresses may run more often (a search started per
 //!   keystroke, fzy's `choices_search`) when the array is one the function allocates afresh on
 //!   each run before the loop, held in a pointer local the loop does not change
-//!   ([`fresh_per_run`]): threads of different runs may share a value but never an array. Inside the thread, the entry's parameter and locals copied once from it hold that
-//!   value. The element's address may also reach the create through a pointer local the loop
+//!   ([`fresh_per_run`]): threads of different runs may share a value but never an array.
+//!   Inside the thread, the entry's parameter and locals copied once from it hold that value. The element's address may also reach the create through a pointer local the loop
 //!   sets once per iteration, before the create (`t = a + i; t->x = ..; create(.., t)`); the
 //!   creator's accesses through it before the create are keyed like `a[i].x`. The
 //!   creator's own accesses to the counter's element before the create of that iteration are
@@ -45,7 +45,7 @@ use crate::backend::{AccessSite, Backend, MemAccess};
 use crate::context::{FnCtxId, ThreadContexts, ThreadId};
 use crate::ir::types::{TypeId, TypeKind, TypeTable};
 use crate::ir::visit::{
-    op_exprs, strip_casts, walk_cfg_addr_taken, walk_expr, whole_local, written_locals,
+    op_exprs, strip_casts, walk_cfg_addr_taken, walk_expr, walk_lval, whole_local, written_locals,
 };
 use crate::ir::{
     BinOp, Callee, Cfg, EdgeId, Expr, ExprKind, FuncId, GlobalId, Host, LocalId, Lval, NodeId, Op,
@@ -1023,17 +1023,14 @@ fn loop_families<'p, B: Backend<'p>>(
             let creator_ctxs: SmallVec<[FnCtxId; 1]> = if p.entry == func {
                 smallvec::smallvec![ptc.entry]
             } else {
-                let ctxs: SmallVec<[FnCtxId; 1]> =
-                    ptc.ids().filter(|c| ptc.ctx(*c).func == func).collect();
-                let once = ctxs.len() == 1 && runs_once(program, &taken_funcs, p.entry, func);
-                if once || (fresh_origin.is_some() && !ctxs.is_empty()) {
-                    ctxs
-                } else {
-                    continue;
-                }
+                ptc.ids().filter(|c| ptc.ctx(*c).func == func).collect()
             };
-            let several_runs = creator_ctxs.len() > 1
-                || (p.entry != func && !runs_once(program, &taken_funcs, p.entry, func));
+            let once = p.entry == func
+                || (creator_ctxs.len() == 1 && runs_once(program, &taken_funcs, p.entry, func));
+            if creator_ctxs.is_empty() || !(once || fresh_origin.is_some()) {
+                continue;
+            }
+            let several_runs = !once;
             // For an address argument, element 0 is at one offset at every create.
             let kind = match &elem {
                 None if several_runs => continue,
@@ -1224,18 +1221,18 @@ fn fresh_value(
     if local.is_none() && loaded.is_none() {
         return false;
     }
-    // Locals the loaded lvalue depends on.
+    // Locals the loaded lvalue depends on: its host and those its expressions read.
     let mut used: FxHashSet<LocalId> = FxHashSet::default();
     if let Some(lv) = loaded {
-        let whole = Expr {
-            kind: ExprKind::Load(lv.clone()),
-            ty: lv.ty,
-        };
-        walk_expr(&whole, &mut |x| {
-            if let ExprKind::Load(l) = &x.kind
-                && let Host::Var(Var::Local(v)) = l.host
-            {
+        let mut note = |l: &Lval| {
+            if let Host::Var(Var::Local(v)) = l.host {
                 used.insert(v);
+            }
+        };
+        note(lv);
+        walk_lval(lv, &mut |x| {
+            if let ExprKind::Load(l) = &x.kind {
+                note(l);
             }
         });
     }

@@ -118,7 +118,7 @@ pub struct RaceReport {
     /// The memory location, as C text.
     pub location: String,
     /// Further locations of the same object whose races this report stands for (fields,
-    /// elements; [`merge_races`]), as C text, in report order.
+    /// elements; [`Report::merge_objects`]), as C text, in report order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub other_locations: Vec<String>,
     /// The object the race is on ([`RaceObject`]; `None` for a witness no static race
