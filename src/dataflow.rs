@@ -263,7 +263,7 @@ pub fn solve<A: Analysis>(
     let entry_func = e.tc.ctx(entry_ctx).func;
     if let Some(cfg) = &program.function(entry_func).body {
         let node = cfg.entry;
-        e.update(entry_ctx, node, &init, false);
+        e.update(entry_ctx, node, init, false);
     }
     let complete = e.run();
     if complete && <A::D as Domain>::NARROWS {
@@ -387,7 +387,7 @@ impl<A: Analysis> Engine<'_, A> {
     }
 
     /// Joins (or widens) `d` into the state of `n`; schedules `n` when it changed.
-    fn update(&mut self, c: FnCtxId, n: NodeId, d: &A::D, entry_of_call: bool) {
+    fn update(&mut self, c: FnCtxId, n: NodeId, d: A::D, entry_of_call: bool) {
         if d.is_bottom() {
             return;
         }
@@ -408,9 +408,9 @@ impl<A: Analysis> Engine<'_, A> {
                 || self.changes[ci][ni] > ANY_WIDEN_DELAY;
             let st = &mut self.states[ci][ni];
             let changed = if widen {
-                st.widen_with(d)
+                st.widen_with(&d)
             } else {
-                st.join_with(d)
+                st.join_with(&d)
             };
             if changed {
                 self.changes[ci][ni] = self.changes[ci][ni].saturating_add(1);
@@ -422,7 +422,13 @@ impl<A: Analysis> Engine<'_, A> {
                 self.promote(c);
             }
             if A::D::DISTRIBUTIVE {
-                self.pending[ci][ni].join_with(d);
+                // Moved, not cloned, into an empty delta (the usual case: a visit takes it).
+                let pending = &mut self.pending[ci][ni];
+                if pending.is_bottom() {
+                    *pending = d;
+                } else {
+                    pending.join_with(&d);
+                }
             }
             let p = self.pos(c, n);
             let r = self.rank.get(ci).copied().unwrap_or(0);
@@ -550,7 +556,8 @@ impl<A: Analysis> Engine<'_, A> {
                 else {
                     continue;
                 };
-                let pre = self.states[cc.0 as usize][edge.src.0 as usize].clone();
+                // Borrowed, not cloned: the analysis and the states are different fields.
+                let pre = &self.states[cc.0 as usize][edge.src.0 as usize];
                 if pre.is_bottom() {
                     continue;
                 }
@@ -560,8 +567,8 @@ impl<A: Analysis> Engine<'_, A> {
                     fctx: &cfctx,
                     edge: e,
                 };
-                let ret = self.analysis.call_return(at, edge, &target, &pre, d);
-                self.update(cc, edge.dst, &ret, false);
+                let ret = self.analysis.call_return(at, edge, &target, pre, d);
+                self.update(cc, edge.dst, ret, false);
             }
         }
         let fctx = self.tc.ctx(c).clone();
@@ -576,7 +583,7 @@ impl<A: Analysis> Engine<'_, A> {
             let callees = self.analysis.callees(at, edge, d);
             if callees.funcs.is_empty() || callees.transfer_too {
                 let out = self.analysis.transfer(at, edge, d);
-                self.update(c, edge.dst, &out, false);
+                self.update(c, edge.dst, out, false);
             }
             for (k, (g, kind, exact)) in callees.funcs.into_iter().enumerate() {
                 let Some(gcfg) = &program.function(g).body else {
@@ -601,11 +608,11 @@ impl<A: Analysis> Engine<'_, A> {
                     edge: eid,
                 };
                 let ed = self.analysis.call_entry(at, edge, &target, d);
-                self.update(callee, gcfg.entry, &ed, true);
-                let exit = self.states[callee.0 as usize][gcfg.exit.0 as usize].clone();
+                self.update(callee, gcfg.entry, ed, true);
+                let exit = &self.states[callee.0 as usize][gcfg.exit.0 as usize];
                 if !exit.is_bottom() {
-                    let ret = self.analysis.call_return(at, edge, &target, d, &exit);
-                    self.update(c, edge.dst, &ret, false);
+                    let ret = self.analysis.call_return(at, edge, &target, d, exit);
+                    self.update(c, edge.dst, ret, false);
                 }
             }
         }
@@ -827,7 +834,8 @@ impl<T: FactAnalysis> Analysis for Disjunctive<'_, T> {
     type D = Facts<T::Fact>;
 
     fn transfer(&mut self, at: At<'_>, edge: &Edge, d: &Self::D) -> Self::D {
-        let mut out = Powerset::bottom();
+        // Room for one output fact per input fact (most edges map each fact to one).
+        let mut out = Powerset::with_capacity(d.facts().len());
         let mut buf = Vec::new();
         for p in d.facts() {
             buf.clear();

@@ -17,10 +17,21 @@ pub trait Idx: Copy {
 }
 
 /// A set of indices, one bit per index.
-#[derive(Clone, Eq, PartialOrd, Ord)]
+#[derive(Eq, PartialOrd, Ord)]
 pub struct BitSet<T: Idx> {
     words: SmallVec<[u64; 2]>,
     _t: PhantomData<T>,
+}
+
+/// A copy of the words (`SmallVec`'s own clone goes element by element; the facts of the
+/// active-threads analysis, six sets each, are cloned on every transfer).
+impl<T: Idx> Clone for BitSet<T> {
+    fn clone(&self) -> Self {
+        BitSet {
+            words: SmallVec::from_slice(&self.words),
+            _t: PhantomData,
+        }
+    }
 }
 
 /// Word by word (the sets are short: a call of `memcmp`, which slice equality makes, costs
@@ -137,6 +148,11 @@ impl<T: Idx> BitSet<T> {
         let mut s = self.clone();
         s.union_with(other);
         s
+    }
+
+    /// Removes every element.
+    pub fn clear(&mut self) {
+        self.words.clear();
     }
 
     /// `self ∪= other`; whether `self` changed.

@@ -79,6 +79,13 @@ impl<F: Clone + PartialEq + Merge> Powerset<F> {
         Powerset { facts: Vec::new() }
     }
 
+    /// The empty set, with room for `n` facts before it reallocates.
+    pub fn with_capacity(n: usize) -> Self {
+        Powerset {
+            facts: Vec::with_capacity(n.min(CAP + 1)),
+        }
+    }
+
     /// The set of one fact.
     pub fn singleton(f: F) -> Self {
         Powerset { facts: vec![f] }

@@ -135,6 +135,19 @@ impl MhpFact {
         }
     }
 
+    /// Drops what only a certain fact says: `must_active` and `created_joined` are read
+    /// only from certain facts ([`MhpResult::at`]), and certainty never comes back to a
+    /// fact that lost it (a fold is certain only when a folded fact is). Kept in an
+    /// uncertain fact, they would keep apart facts that differ in nothing else read, where
+    /// one now covers the other (a `main` with several optional create statements gets
+    /// one fact per subset of them instead of the largest).
+    fn settle(&mut self) {
+        if !self.certain {
+            self.must_active.clear();
+            self.created_joined.clear();
+        }
+    }
+
     fn unconstrain(&mut self, func: FuncId, l: LocalId) {
         self.cons.retain(|(f, x, _, _)| !(*f == func && *x == l));
     }
@@ -1217,6 +1230,7 @@ impl Merge for MhpFact {
                 m.ret = None;
             }
         }
+        m.settle();
         m
     }
 
@@ -1551,6 +1565,7 @@ impl FactAnalysis for ActiveThreads<'_> {
         let func = self.tc.ctx(at.ctx).func;
         for f in &mut out[start..] {
             self.forget_dead(f, func, edge.dst);
+            f.settle();
         }
     }
 
@@ -1616,6 +1631,7 @@ impl FactAnalysis for ActiveThreads<'_> {
             let ids = &f.ids;
             f.alt_ids.retain(|(k, _)| !ids.iter().any(|(x, _)| x == k));
         }
+        f.settle();
         f
     }
 
@@ -1657,6 +1673,7 @@ impl FactAnalysis for ActiveThreads<'_> {
             self.forget_key(&mut f, func, d);
         }
         self.forget_dead(&mut f, func, edge.dst);
+        f.settle();
         f
     }
 }
@@ -1793,6 +1810,29 @@ impl MhpResult {
                 init,
                 VISIT_BUDGET,
             );
+            if tracing::enabled!(tracing::Level::DEBUG) {
+                let mut hist = [0u64; 18];
+                let mut facts = 0u64;
+                for c in 0..sol.contexts.ctxs.len() {
+                    let c = FnCtxId(c as u32);
+                    let Some(cfg) = &program.function(sol.contexts.ctx(c).func).body else {
+                        continue;
+                    };
+                    for n in 0..cfg.nodes.len() {
+                        if let Some(d) = sol.at(c, NodeId(n as u32)) {
+                            let k = d.facts().len();
+                            hist[k.min(17)] += 1;
+                            facts += k as u64;
+                        }
+                    }
+                }
+                tracing::debug!(
+                    thread = tc.thread.0,
+                    facts,
+                    ?hist,
+                    "active-threads facts per state"
+                );
+            }
             if !sol.complete {
                 tracing::warn!(
                     thread = tc.thread.0,
@@ -2293,6 +2333,32 @@ mod tests {
         f.fresh.insert(child(c));
         f.ids.push((IdKey(k), child(c)));
         f
+    }
+
+    #[test]
+    fn an_uncertain_fact_with_more_threads_covers_one_with_fewer_created_for_sure() {
+        // Two uncertain paths of a `main` with optional create statements: one created child
+        // 1 for sure, the other children 1 and 2 for sure. Nothing reads what an uncertain
+        // path created for sure, so the second covers the first once settled (one fact, not
+        // one per subset of the create statements).
+        let mut a = MhpFact::initial();
+        a.certain = false;
+        a.may_created.insert(child(1));
+        a.may_active.insert(child(1));
+        a.must_active.insert(child(1));
+        let mut b = a.clone();
+        b.may_created.insert(child(2));
+        b.may_active.insert(child(2));
+        b.must_active.insert(child(2));
+        assert!(!b.covers(&a), "the sure sets keep them apart unsettled");
+        a.settle();
+        b.settle();
+        assert!(b.covers(&a) && !a.covers(&b));
+        // A certain fact keeps what it created for sure.
+        let mut c = running(0, 1);
+        c.must_active.insert(child(1));
+        c.settle();
+        assert!(c.must_active.contains(&child(1)));
     }
 
     #[test]
