@@ -164,6 +164,30 @@ impl<D: Domain> Solution<D> {
     }
 }
 
+impl<F: Clone + PartialEq + std::fmt::Debug + Merge> Solution<Facts<F>> {
+    /// Logs (at debug level) how many facts the reachable states hold: the total and a
+    /// histogram by facts per state (the last bucket counts [`racedar_domains::CAP`]
+    /// and more), the measure of a path-sensitive analysis's cost.
+    pub fn log_fact_counts(&self, what: &str) {
+        if !tracing::enabled!(tracing::Level::DEBUG) {
+            return;
+        }
+        let mut hist = [0u64; racedar_domains::powerset::CAP + 2];
+        let mut facts = 0u64;
+        for d in self.all_states() {
+            let k = d.facts().len();
+            hist[k.min(hist.len() - 1)] += 1;
+            facts += k as u64;
+        }
+        tracing::debug!(
+            thread = self.contexts.thread.0,
+            facts,
+            ?hist,
+            "{what}: facts per state"
+        );
+    }
+}
+
 /// The worklist key of node position `p` of context `c` at rank `rank` (see `Engine::work`).
 fn work_key(rank: u32, c: FnCtxId, p: u32) -> (u32, u32, u32) {
     (u32::MAX - rank, u32::MAX - c.0, p)

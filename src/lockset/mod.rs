@@ -2231,13 +2231,15 @@ impl LocksetResult {
             };
             let _ = a.program;
             let init = dataflow::initial_facts(LockFact::default());
-            solutions.push(std::sync::Arc::new(dataflow::solve(
+            let sol = dataflow::solve(
                 program,
                 tc.clone(),
                 &mut dataflow::Disjunctive(&mut a),
                 init,
                 u64::MAX,
-            )));
+            );
+            sol.log_fact_counts("locksets");
+            solutions.push(std::sync::Arc::new(sol));
             unlocks.push(known);
         }
         (solutions, unlocks)

@@ -1810,29 +1810,7 @@ impl MhpResult {
                 init,
                 VISIT_BUDGET,
             );
-            if tracing::enabled!(tracing::Level::DEBUG) {
-                let mut hist = [0u64; 18];
-                let mut facts = 0u64;
-                for c in 0..sol.contexts.ctxs.len() {
-                    let c = FnCtxId(c as u32);
-                    let Some(cfg) = &program.function(sol.contexts.ctx(c).func).body else {
-                        continue;
-                    };
-                    for n in 0..cfg.nodes.len() {
-                        if let Some(d) = sol.at(c, NodeId(n as u32)) {
-                            let k = d.facts().len();
-                            hist[k.min(17)] += 1;
-                            facts += k as u64;
-                        }
-                    }
-                }
-                tracing::debug!(
-                    thread = tc.thread.0,
-                    facts,
-                    ?hist,
-                    "active-threads facts per state"
-                );
-            }
+            sol.log_fact_counts("active threads");
             if !sol.complete {
                 tracing::warn!(
                     thread = tc.thread.0,
