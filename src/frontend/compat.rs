@@ -56,7 +56,7 @@ impl OffsetMap {
 struct Edit {
     at: usize,
     len: usize,
-    text: &'static str,
+    text: std::borrow::Cow<'static, str>,
 }
 
 /// The rewritten text of one translation unit and how to map it back.
@@ -95,7 +95,7 @@ impl Rewriter {
             edits.extend(drops.iter().map(|&(from, end)| Edit {
                 at: from,
                 len: end - from,
-                text: "",
+                text: "".into(),
             }));
             edits.sort_by_key(|e| e.at);
         }
@@ -120,7 +120,14 @@ impl Rewriter {
         let i = self
             .edits
             .partition_point(|e| e.at < at || (e.at == at && e.len == 0));
-        self.edits.insert(i, Edit { at, len: 0, text });
+        self.edits.insert(
+            i,
+            Edit {
+                at,
+                len: 0,
+                text: text.into(),
+            },
+        );
         self.rebuild();
     }
 
@@ -138,7 +145,7 @@ impl Rewriter {
             text.push_str(&src[cursor..e.at]);
             // Replacement text maps to the start of the replaced token.
             segments.push((text.len(), e.at));
-            text.push_str(e.text);
+            text.push_str(&e.text);
             cursor = e.at + e.len;
             // A zero-length stretch so that text after the replacement maps exactly.
             segments.push((text.len(), cursor));
@@ -288,7 +295,8 @@ impl<'a> Lexer<'a> {
 
 fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
     // Cheap exit: most translation units contain none of the rewritten words.
-    const WORDS: [&str; 8] = [
+    const WORDS: [&str; 9] = [
+        "__attribute",
         "__thread",
         "_Alignas",
         "__int128",
@@ -316,8 +324,10 @@ fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
             edits.push(Edit {
                 at: a,
                 len: b - a,
-                text,
+                text: text.into(),
             });
+        } else if matches!(w, "struct" | "union" | "enum") {
+            tag_attribute_edits(src, toks, i, &mut edits);
         } else if w == "__label__" {
             // `__label__ a, b;` declares local labels: drop the whole declaration.
             let mut j = i + 1;
@@ -328,7 +338,7 @@ fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
                 edits.push(Edit {
                     at: a,
                     len: end + 1 - a,
-                    text: "",
+                    text: "".into(),
                 });
                 i = j + 1;
                 continue;
@@ -342,12 +352,12 @@ fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
             edits.push(Edit {
                 at: a,
                 len: b - a,
-                text: "__attribute__((__racedar_alignas__(sizeof",
+                text: "__attribute__((__racedar_alignas__(sizeof".into(),
             });
             edits.push(Edit {
                 at: close + 1,
                 len: 0,
-                text: ")))",
+                text: ")))".into(),
             });
         }
         i += 1;
@@ -357,25 +367,130 @@ fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
     edits
 }
 
-/// The offset of the `)` matching the `(` that is token `open`, if token `open` is one.
-fn matching_paren(toks: &[Tok], open: usize) -> Option<usize> {
+/// Handles `struct|union|enum __attribute__((...)) tag { ... }` with the keyword at token
+/// `i` (lang-c takes attributes there for a declarator, so `tag { ... }` reads as a function
+/// definition): the attributes move after the closing brace of the body, where GNU C gives them
+/// the same meaning (`packed`, `aligned`) and lang-c accepts them, or are dropped when no body
+/// follows (a reference or forward declaration). Attributes spanning lines stay (every edit
+/// keeps lines intact).
+fn tag_attribute_edits(src: &str, toks: &[Tok], i: usize, edits: &mut Vec<Edit>) {
+    let is_attr = |t: Option<&Tok>| matches!(t, Some(Tok::Ident(a, b)) if matches!(&src[*a..*b], "__attribute__" | "__attribute"));
+    // The attributes' text, in pieces between line markers (which the rewriter drops).
+    let mut pieces: Vec<(usize, usize)> = Vec::new();
+    let mut j = i + 1;
+    while is_attr(toks.get(j)) {
+        let (Some(Tok::Ident(from, _)), Some(close)) = (toks.get(j), matching_index(toks, j + 1))
+        else {
+            return;
+        };
+        let mut start = *from;
+        for t in &toks[j..=close] {
+            match *t {
+                Tok::Directive(a, b) => {
+                    if src[start..a].trim().is_empty() {
+                        start = b;
+                    } else {
+                        pieces.push((start, a));
+                        start = b;
+                    }
+                }
+                Tok::Punct(at, _) => {
+                    if at + 1 > start && t == &toks[close] {
+                        pieces.push((start, at + 1));
+                    }
+                }
+                Tok::Ident(..) => {}
+            }
+        }
+        j = close + 1;
+        while matches!(toks.get(j), Some(Tok::Directive(..))) {
+            j += 1;
+        }
+    }
+    if pieces.is_empty() {
+        return;
+    }
+    if matches!(toks.get(j), Some(Tok::Ident(..))) {
+        j += 1; // the tag
+    }
+    while matches!(toks.get(j), Some(Tok::Directive(..))) {
+        j += 1;
+    }
+    if matches!(toks.get(j), Some(Tok::Punct(_, b'{'))) {
+        let mut depth = 0usize;
+        let mut close = None;
+        for t in &toks[j..] {
+            match *t {
+                Tok::Punct(_, b'{') => depth += 1,
+                Tok::Punct(at, b'}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(at);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            return;
+        };
+        let mut moved = String::new();
+        for &(a, b) in &pieces {
+            moved.push(' ');
+            moved.push_str(&src[a..b].replace('\n', " "));
+        }
+        edits.push(Edit {
+            at: close + 1,
+            len: 0,
+            text: moved.into(),
+        });
+    }
+    for (a, b) in pieces {
+        edits.push(Edit {
+            at: a,
+            len: b - a,
+            text: "".into(),
+        });
+    }
+}
+
+/// The index of the token `)` matching the `(` that is token `open` (line markers before it
+/// skipped), if token `open` is one.
+fn matching_index(toks: &[Tok], open: usize) -> Option<usize> {
+    let open = open
+        + toks
+            .get(open..)?
+            .iter()
+            .take_while(|t| matches!(t, Tok::Directive(..)))
+            .count();
     if !matches!(toks.get(open), Some(Tok::Punct(_, b'('))) {
         return None;
     }
     let mut depth = 0usize;
-    for t in &toks[open..] {
+    for (k, t) in toks.iter().enumerate().skip(open) {
         match *t {
             Tok::Punct(_, b'(') => depth += 1,
-            Tok::Punct(at, b')') => {
+            Tok::Punct(_, b')') => {
                 depth -= 1;
                 if depth == 0 {
-                    return Some(at);
+                    return Some(k);
                 }
             }
             _ => {}
         }
     }
     None
+}
+
+/// The offset of the `)` matching the `(` that is token `open`, if token `open` is one.
+fn matching_paren(toks: &[Tok], open: usize) -> Option<usize> {
+    // A line marker may stand between a macro's expansion and its arguments (`alignas(64)`
+    // from `<stdalign.h>` is `_Alignas`, a marker line, then `(64)`).
+    match toks.get(matching_index(toks, open)?) {
+        Some(Tok::Punct(at, _)) => Some(*at),
+        _ => None,
+    }
 }
 
 /// Handles `asm [qualifiers] goto (template : out : in : clobbers : labels)` starting at token
@@ -408,7 +523,7 @@ fn asm_goto_edits(src: &str, toks: &[Tok], i: usize, edits: &mut Vec<Edit>) -> u
     edits.push(Edit {
         at: ga,
         len: gb - ga,
-        text: "",
+        text: "".into(),
     });
     // Find the 4th top-level ':' and the closing ')'.
     let mut depth = 0usize;
@@ -425,7 +540,7 @@ fn asm_goto_edits(src: &str, toks: &[Tok], i: usize, edits: &mut Vec<Edit>) -> u
                         edits.push(Edit {
                             at: f,
                             len: p - f,
-                            text: "",
+                            text: "".into(),
                         });
                     }
                     return k + 1;
@@ -490,6 +605,51 @@ mod tests {
         assert_eq!(
             r.text,
             "void f(void) { asm volatile  (\"jmp %l0\" : : \"r\"(1) : \"memory\" ); out: ; }"
+        );
+    }
+
+    #[test]
+    fn alignas_from_a_system_macro_becomes_an_attribute_across_a_line_marker() {
+        // What `gcc -E` makes of `alignas(64) struct n *head;` with `<stdalign.h>`.
+        let src = "struct q {\n# 3 \"a.c\" 3 4\n _Alignas\n# 3 \"a.c\"\n (64) struct n *head; };";
+        let out = Rewriter::new(src.to_string()).text;
+        assert!(
+            out.contains("__racedar_alignas__(sizeof") && out.contains("(64)))) struct n"),
+            "{out}"
+        );
+        assert!(!out.contains("_Alignas"), "{out}");
+    }
+
+    #[test]
+    fn attributes_after_a_tag_keyword_move_after_the_body() {
+        let src = "struct __attribute__((packed)) s { char c; struct __attribute__((aligned(8))) \
+                   { int y; } in; } v; struct __attribute__((aligned(8))) s *p;";
+        let r = Rewriter::new(src.to_string());
+        assert_eq!(
+            r.text,
+            "struct  s { char c; struct  { int y; } __attribute__((aligned(8))) in; } \
+             __attribute__((packed)) v; struct  s *p;"
+        );
+        let v = r.text.find("v;").unwrap();
+        assert_eq!(r.map.to_original(v), src.find("v;").unwrap());
+    }
+
+    #[test]
+    fn attributes_after_a_tag_keyword_move_across_line_markers() {
+        // What `gcc -E` makes of `struct __attribute__((aligned(alignof(long)))) m { ... }`
+        // with `<stdalign.h>`.
+        let src = "typedef struct __attribute__((aligned(\n# 3 \"a.c\" 3 4\n _Alignof\n# 3 \"a.c\"\n (long)))) m { int x; } t;";
+        let r = Rewriter::new(src.to_string());
+        assert!(
+            r.text.contains("{ int x; } __attribute__((aligned(")
+                && r.text.contains("(long)))) t;"),
+            "{}",
+            r.text
+        );
+        assert!(
+            !r.text[..r.text.find('{').unwrap()].contains("__attribute__"),
+            "{}",
+            r.text
         );
     }
 
