@@ -166,7 +166,7 @@ impl<D: Domain> Solution<D> {
 
 impl<F: Clone + PartialEq + std::fmt::Debug + Merge> Solution<Facts<F>> {
     /// Logs (at debug level) how many facts the reachable states hold: the total and a
-    /// histogram by facts per state (the last bucket counts [`racedar_domains::CAP`]
+    /// histogram by facts per state (the last bucket counts [`racedar_domains::powerset::CAP`]
     /// and more), the measure of a path-sensitive analysis's cost.
     pub fn log_fact_counts(&self, what: &str) {
         if !tracing::enabled!(tracing::Level::DEBUG) {

@@ -4,7 +4,8 @@
 //! *children* (threads whose create statement P runs) are
 //! - `may_created`: possibly created so far;
 //! - `may_active`: possibly created and not surely joined;
-//! - `must_active`: created on this path and not possibly joined;
+//! - `must_active`: created on this path and not possibly joined (kept in certain facts only:
+//!   nothing reads it from the others, see `MhpFact::settle`);
 //!
 //! plus whether the path is `certain` (feasible for sure: it passes only conditions on values
 //! nobody constrains, such as a fresh `__VERIFIER_nondet_int()`, and direct calls) and which child
