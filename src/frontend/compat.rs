@@ -371,68 +371,45 @@ fn scan_edits(src: &str, toks: &[Tok]) -> Vec<Edit> {
 /// `i` (lang-c takes attributes there for a declarator, so `tag { ... }` reads as a function
 /// definition): the attributes move after the closing brace of the body, where GNU C gives them
 /// the same meaning (`packed`, `aligned`) and lang-c accepts them, or are dropped when no body
-/// follows (a reference or forward declaration). Attributes spanning lines stay (every edit
-/// keeps lines intact).
+/// follows (a reference or forward declaration). Line markers inside them stay where they are
+/// (the rewriter drops them), and the removed text leaves its line breaks behind, so lines stay
+/// intact.
 fn tag_attribute_edits(src: &str, toks: &[Tok], i: usize, edits: &mut Vec<Edit>) {
     let is_attr = |t: Option<&Tok>| matches!(t, Some(Tok::Ident(a, b)) if matches!(&src[*a..*b], "__attribute__" | "__attribute"));
-    // The attributes' text, in pieces between line markers (which the rewriter drops).
+    // The attributes' text, in pieces between line markers.
     let mut pieces: Vec<(usize, usize)> = Vec::new();
     let mut j = i + 1;
     while is_attr(toks.get(j)) {
-        let (Some(Tok::Ident(from, _)), Some(close)) = (toks.get(j), matching_index(toks, j + 1))
+        let (Some(Tok::Ident(from, _)), Some(close)) =
+            (toks.get(j), matching_index(toks, j + 1, b'(', b')'))
         else {
             return;
         };
         let mut start = *from;
-        for t in &toks[j..=close] {
-            match *t {
-                Tok::Directive(a, b) => {
-                    if src[start..a].trim().is_empty() {
-                        start = b;
-                    } else {
-                        pieces.push((start, a));
-                        start = b;
-                    }
+        for t in &toks[j..close] {
+            if let Tok::Directive(a, b) = *t {
+                if !src[start..a].trim().is_empty() {
+                    pieces.push((start, a));
                 }
-                Tok::Punct(at, _) => {
-                    if at + 1 > start && t == &toks[close] {
-                        pieces.push((start, at + 1));
-                    }
-                }
-                Tok::Ident(..) => {}
+                start = b;
             }
         }
-        j = close + 1;
-        while matches!(toks.get(j), Some(Tok::Directive(..))) {
-            j += 1;
-        }
+        let Tok::Punct(end, _) = toks[close] else {
+            return;
+        };
+        pieces.push((start, end + 1));
+        j = skip_directives(toks, close + 1);
     }
     if pieces.is_empty() {
         return;
     }
     if matches!(toks.get(j), Some(Tok::Ident(..))) {
-        j += 1; // the tag
+        j = skip_directives(toks, j + 1); // the tag
     }
-    while matches!(toks.get(j), Some(Tok::Directive(..))) {
-        j += 1;
-    }
-    if matches!(toks.get(j), Some(Tok::Punct(_, b'{'))) {
-        let mut depth = 0usize;
-        let mut close = None;
-        for t in &toks[j..] {
-            match *t {
-                Tok::Punct(_, b'{') => depth += 1,
-                Tok::Punct(at, b'}') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = Some(at);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let Some(close) = close else {
+    if let Some(Tok::Punct(_, b'{')) = toks.get(j) {
+        let Some(Tok::Punct(close, _)) =
+            matching_index(toks, j, b'{', b'}').and_then(|k| toks.get(k))
+        else {
             return;
         };
         let mut moved = String::new();
@@ -450,28 +427,32 @@ fn tag_attribute_edits(src: &str, toks: &[Tok], i: usize, edits: &mut Vec<Edit>)
         edits.push(Edit {
             at: a,
             len: b - a,
-            text: "".into(),
+            text: "\n".repeat(src[a..b].matches('\n').count()).into(),
         });
     }
 }
 
-/// The index of the token `)` matching the `(` that is token `open` (line markers before it
-/// skipped), if token `open` is one.
-fn matching_index(toks: &[Tok], open: usize) -> Option<usize> {
-    let open = open
-        + toks
-            .get(open..)?
-            .iter()
+/// The index of the first token from `i` that is not a line marker or directive.
+fn skip_directives(toks: &[Tok], i: usize) -> usize {
+    i + toks.get(i..).map_or(0, |ts| {
+        ts.iter()
             .take_while(|t| matches!(t, Tok::Directive(..)))
-            .count();
-    if !matches!(toks.get(open), Some(Tok::Punct(_, b'('))) {
+            .count()
+    })
+}
+
+/// The index of the token `close` matching the `open` punctuator that is token `at` (line
+/// markers before it skipped), if token `at` is one.
+fn matching_index(toks: &[Tok], at: usize, open: u8, close: u8) -> Option<usize> {
+    let at = skip_directives(toks, at);
+    if !matches!(toks.get(at), Some(Tok::Punct(_, c)) if *c == open) {
         return None;
     }
     let mut depth = 0usize;
-    for (k, t) in toks.iter().enumerate().skip(open) {
+    for (k, t) in toks.iter().enumerate().skip(at) {
         match *t {
-            Tok::Punct(_, b'(') => depth += 1,
-            Tok::Punct(_, b')') => {
+            Tok::Punct(_, c) if c == open => depth += 1,
+            Tok::Punct(_, c) if c == close => {
                 depth -= 1;
                 if depth == 0 {
                     return Some(k);
@@ -487,7 +468,7 @@ fn matching_index(toks: &[Tok], open: usize) -> Option<usize> {
 fn matching_paren(toks: &[Tok], open: usize) -> Option<usize> {
     // A line marker may stand between a macro's expansion and its arguments (`alignas(64)`
     // from `<stdalign.h>` is `_Alignas`, a marker line, then `(64)`).
-    match toks.get(matching_index(toks, open)?) {
+    match toks.get(matching_index(toks, open, b'(', b')')?) {
         Some(Tok::Punct(at, _)) => Some(*at),
         _ => None,
     }

@@ -30,8 +30,9 @@
 //!   keystroke, fzy's `choices_search`) when the array is one the function allocates afresh on
 //!   each run before the loop, held in a pointer local the loop does not change
 //!   ([`fresh_per_run`]): threads of different runs may share a value but never an array.
-//!   Inside the thread, the entry's parameter and locals copied once from it hold that value. The element's address may also reach the create through a pointer local the loop
-//!   sets once per iteration, before the create (`t = a + i; t->x = ..; create(.., t)`); the
+//!   Inside the thread, the entry's parameter and locals copied once from it hold that value.
+//!   The element's address may also reach the create through a pointer local the loop sets
+//!   once per iteration, before the create (`t = a + i; t->x = ..; create(.., t)`); the
 //!   creator's accesses through it before the create are keyed like `a[i].x`. The
 //!   creator's own accesses to the counter's element before the create of that iteration are
 //!   keyed too: they touch elements of later threads only, which start after them.
