@@ -502,10 +502,7 @@ pub struct Reached {
 /// same entry.
 pub fn reached(p: &Program, roles: &Roles, budget: Budget) -> Reached {
     let mut out = Reached::default();
-    let Ok(init) = Machine::new(p, roles, NondetPlan::Const(0)) else {
-        return out;
-    };
-    for_each_run(&init, budget, true, |_, _, run, _| {
+    for_each_argument_vector(p, roles, budget, true, |_, _, _, _, run, _| {
         out.nodes.extend(run.reached.iter().copied());
         out.shared.extend(run.shared.iter().copied());
         true
@@ -513,18 +510,72 @@ pub fn reached(p: &Program, roles: &Roles, budget: Budget) -> Reached {
     out
 }
 
+/// The command-line arguments (after the program name) concrete executions run `main` with,
+/// in order: none first; then, while no execution with the previous ones created a thread
+/// (a program that printed its usage and exited, or needs an operand), one, two and three
+/// arguments `2`. A number is what most positional operands of concurrent programs accept
+/// (a count of threads or jobs, a port, a size, a pattern), and two is the smallest count of
+/// workers that can race with each other. Every execution with them is a real run of the
+/// program started that way, so what it witnesses needs nothing else.
+pub const ARGUMENT_VECTORS: [&[&str]; 4] = [&[], &["2"], &["2", "2"], &["2", "2", "2"]];
+
+/// Runs [`for_each_run`] with the initial state of each of [`ARGUMENT_VECTORS`] in turn,
+/// going on to the next only while no execution created a thread and `budget.total` steps
+/// are left. `visit` sees the initial state and arguments too. Returns the steps spent.
+fn for_each_argument_vector(
+    p: &Program,
+    roles: &Roles,
+    budget: Budget,
+    record: bool,
+    mut visit: impl FnMut(&Machine<'_>, &[&str], NondetPlan, Sched, &Run, &mut u64) -> bool,
+) -> u64 {
+    let mut spent = 0u64;
+    for arguments in ARGUMENT_VECTORS {
+        if spent >= budget.total {
+            break;
+        }
+        let init = match Machine::new(p, roles, NondetPlan::Const(0), arguments) {
+            Ok(m) => m,
+            Err(stop) => {
+                tracing::debug!(reason = stop.reason, "no concrete execution");
+                break;
+            }
+        };
+        let mut threaded = false;
+        let mut go_on = true;
+        let left = Budget {
+            total: budget.total - spent,
+            ..budget
+        };
+        spent += for_each_run(&init, left, record, |plan, sched, run, used| {
+            threaded |= run.threaded;
+            go_on = visit(&init, arguments, plan, sched, run, used);
+            go_on
+        });
+        let takes_arguments = p
+            .functions
+            .iter()
+            .any(|f| f.name == "main" && f.body.is_some() && !f.params.is_empty());
+        if threaded || !go_on || !takes_arguments {
+            break;
+        }
+    }
+    spent
+}
+
 /// Runs the executions of [`strategies`] from `init` in order, each of at most `budget.run`
 /// steps, while `budget.total` steps are left, skipping those known to repeat an earlier one:
 /// a schedule whose run drew no value runs alike under every plan, a plan whose run created
 /// no thread runs alike under every schedule (and a run doing neither is the only one).
 /// `visit` sees each run with its plan and schedule and the steps spent so far, to which it
-/// adds its own; it returns false to stop. `record` as for [`execute`].
+/// adds its own; it returns false to stop. `record` as for [`execute`]. Returns the steps
+/// spent.
 fn for_each_run(
     init: &Machine<'_>,
     budget: Budget,
     record: bool,
     mut visit: impl FnMut(NondetPlan, Sched, &Run, &mut u64) -> bool,
-) {
+) -> u64 {
     let mut spent = 0u64;
     let mut same_sched: FxHashSet<Sched> = FxHashSet::default();
     let mut same_plan: Vec<NondetPlan> = Vec::new();
@@ -553,6 +604,7 @@ fn for_each_run(
             break;
         }
     }
+    spent
 }
 
 /// Searches for witnessed races: returns every witness found (at most one per pair of
@@ -562,81 +614,81 @@ pub fn search(p: &Program, roles: &Roles, goals: &Goals<'_>, budget: Budget) -> 
     let mut hit = vec![false; goals.stmts.len()];
     let mut witnessed: FxHashSet<(Stmt, Stmt)> = FxHashSet::default();
     let mut tried: FxHashMap<(Stmt, Stmt), u32> = FxHashMap::default();
-    let mut total = 0u64;
     let mut attempts = 0u32;
     let all_hit = |hit: &[bool]| !hit.is_empty() && hit.iter().all(|h| *h);
-    let init = match Machine::new(p, roles, NondetPlan::Const(0)) {
-        Ok(m) => m,
-        Err(stop) => {
-            tracing::debug!(reason = stop.reason, "no concrete execution");
-            return witnesses;
-        }
-    };
-    for_each_run(&init, budget, false, |plan, sched, run, spent| {
-        // Candidates of unconfirmed goals first, then the others.
-        let pair = |c: &Candidate| -> (Stmt, Stmt) {
-            let a = (c.first.func, c.first.edge);
-            let b = (c.second.func, c.second.edge);
-            (a.min(b), a.max(b))
-        };
-        let wanted = |c: &Candidate, hit: &[bool]| {
-            let (a, b) = pair(c);
-            goals
-                .stmts
-                .iter()
-                .zip(hit)
-                .any(|(s, h)| !h && s.contains(&a) && s.contains(&b))
-        };
-        // The step ending the program, held back as a candidate of its own.
-        let exit: Option<Candidate> = run.exit_step.map(|(step, tid, a)| Candidate {
-            first_step: step,
-            first_tid: tid,
-            first: a,
-            second_step: step,
-            second_tid: tid,
-            second: a,
-        });
-        let mut order: Vec<&Candidate> = run.candidates.iter().chain(exit.iter()).collect();
-        order.sort_by_key(|c| (!wanted(c, &hit), c.first_step));
-        for c in order {
-            if *spent >= budget.total || attempts >= budget.attempts || all_hit(&hit) {
-                break;
-            }
-            let key = pair(c);
-            if witnessed.contains(&key) {
-                continue;
-            }
-            let n = tried.entry(key).or_insert(0);
-            if *n >= 2 {
-                continue;
-            }
-            *n += 1;
-            attempts += 1;
-            let distance = (c.second_step - c.first_step) as u64;
-            let limit = (c.first_step as u64 + 4 * distance + 2000).min(budget.total - *spent);
-            let (w, used) = confirm(&init, plan, run, c, limit);
-            *spent += used;
-            let Some(mut w) = w else { continue };
-            w.run = format!(
-                "schedule {}, nondeterministic values {}",
-                sched.describe(),
-                plan.describe()
-            );
-            let a = (w.first.func, w.first.edge);
-            let b = (w.second.func, w.second.edge);
-            if !witnessed.insert((a.min(b), a.max(b))) {
-                continue;
-            }
-            for i in (goals.matcher)(&w) {
-                if let Some(h) = hit.get_mut(i) {
-                    *h = true;
+    let total = for_each_argument_vector(
+        p,
+        roles,
+        budget,
+        false,
+        |init, arguments, plan, sched, run, spent| {
+            // Candidates of unconfirmed goals first, then the others.
+            let pair = |c: &Candidate| -> (Stmt, Stmt) {
+                let a = (c.first.func, c.first.edge);
+                let b = (c.second.func, c.second.edge);
+                (a.min(b), a.max(b))
+            };
+            let wanted = |c: &Candidate, hit: &[bool]| {
+                let (a, b) = pair(c);
+                goals
+                    .stmts
+                    .iter()
+                    .zip(hit)
+                    .any(|(s, h)| !h && s.contains(&a) && s.contains(&b))
+            };
+            // The step ending the program, held back as a candidate of its own.
+            let exit: Option<Candidate> = run.exit_step.map(|(step, tid, a)| Candidate {
+                first_step: step,
+                first_tid: tid,
+                first: a,
+                second_step: step,
+                second_tid: tid,
+                second: a,
+            });
+            let mut order: Vec<&Candidate> = run.candidates.iter().chain(exit.iter()).collect();
+            order.sort_by_key(|c| (!wanted(c, &hit), c.first_step));
+            for c in order {
+                if *spent >= budget.total || attempts >= budget.attempts || all_hit(&hit) {
+                    break;
                 }
+                let key = pair(c);
+                if witnessed.contains(&key) {
+                    continue;
+                }
+                let n = tried.entry(key).or_insert(0);
+                if *n >= 2 {
+                    continue;
+                }
+                *n += 1;
+                attempts += 1;
+                let distance = (c.second_step - c.first_step) as u64;
+                let limit = (c.first_step as u64 + 4 * distance + 2000).min(budget.total - *spent);
+                let (w, used) = confirm(init, plan, run, c, limit);
+                *spent += used;
+                let Some(mut w) = w else { continue };
+                w.run = format!(
+                    "schedule {}, nondeterministic values {}",
+                    sched.describe(),
+                    plan.describe()
+                );
+                if !arguments.is_empty() {
+                    w.run = format!("arguments '{}', {}", arguments.join(" "), w.run);
+                }
+                let a = (w.first.func, w.first.edge);
+                let b = (w.second.func, w.second.edge);
+                if !witnessed.insert((a.min(b), a.max(b))) {
+                    continue;
+                }
+                for i in (goals.matcher)(&w) {
+                    if let Some(h) = hit.get_mut(i) {
+                        *h = true;
+                    }
+                }
+                witnesses.push(w);
             }
-            witnesses.push(w);
-        }
-        total = *spent;
-        !all_hit(&hit)
-    });
+            !all_hit(&hit)
+        },
+    );
     tracing::info!(
         steps = total,
         attempts,

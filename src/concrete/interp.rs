@@ -164,6 +164,9 @@ pub struct Frame {
     pub kind: FrameKind,
     /// Locals not allocated yet.
     pub missing: usize,
+    /// The argument area of a variadic function's call: the arguments after its named
+    /// parameters (`super::varargs`).
+    pub varargs: Option<u64>,
 }
 
 /// A thread.
@@ -260,10 +263,16 @@ pub struct Machine<'p> {
 }
 
 impl<'p> Machine<'p> {
-    /// The initial state: globals initialised, `main` about to run in thread 0.
+    /// The initial state: globals initialised, `main` about to run in thread 0 with
+    /// `arguments` after the program name (`argv[1]` on; `argv[argc]` is a null pointer).
     ///
     /// Errors: no `main`, an initialiser or type the model does not support.
-    pub fn new(p: &'p Program, roles: &'p Roles, nondet: NondetPlan) -> Result<Self, Stop> {
+    pub fn new(
+        p: &'p Program,
+        roles: &'p Roles,
+        nondet: NondetPlan,
+        arguments: &[&str],
+    ) -> Result<Self, Stop> {
         let mut m = Machine {
             p,
             roles,
@@ -350,21 +359,27 @@ impl<'p> Machine<'p> {
             .map(|i| FuncId(i as u32))
             .ok_or_else(|| Stop::new("no main function"))?;
         m.spawn(main)?;
-        // main(argc, argv): one argument, the program name.
+        // main(argc, argv): the program name, then the arguments of the plan.
         let f = p.function(main);
         let mut args = Vec::new();
         if !f.params.is_empty() {
-            let name = m.mem.alloc(5, 1, Origin::Opaque)?;
-            m.mem.write_at(name, 0, b"prog\0")?;
             let psize = p.types.data_model.pointer_size();
-            let argv = m.mem.alloc(2 * psize, psize, Origin::Opaque)?;
-            let nb = m.mem.object(name).base as u128;
-            m.mem.write_at(
-                argv,
-                0,
-                &value::encode(&Val::Int(nb), Repr::Ptr { bits: 64 }, psize)?,
-            )?;
-            args.push((Val::Int(1), p.types.common.int));
+            let n = 1 + arguments.len() as u64;
+            let argv = m.mem.alloc((n + 1) * psize, psize, Origin::Opaque)?;
+            let words = std::iter::once("prog").chain(arguments.iter().copied());
+            for (i, w) in words.enumerate() {
+                let mut bytes = w.as_bytes().to_vec();
+                bytes.push(0);
+                let s = m.mem.alloc(bytes.len() as u64, 1, Origin::Opaque)?;
+                m.mem.write_at(s, 0, &bytes)?;
+                let sb = m.mem.object(s).base as u128;
+                m.mem.write_at(
+                    argv,
+                    i as u64 * psize,
+                    &value::encode(&Val::Int(sb), Repr::Ptr { bits: 64 }, psize)?,
+                )?;
+            }
+            args.push((Val::Int(n as u128), p.types.common.int));
             args.push((
                 Val::Int(m.mem.object(argv).base as u128),
                 p.types.common.void_ptr,
@@ -901,15 +916,17 @@ impl<'p> Machine<'p> {
         let Some(cfg) = &f.body else {
             return Err(Stop::new("call of a function without body"));
         };
-        if self.p.types.func_sig(f.ty).is_some_and(|s| s.variadic) {
-            return Err(Stop::new("call of a variadic function"));
-        }
         if args.len() < f.params.len() {
             return Err(Stop::new("call with too few arguments"));
         }
         if self.threads[tid].frames.len() >= MAX_FRAMES {
             return Err(Stop::new("call stack too deep"));
         }
+        let varargs = if self.p.types.func_sig(f.ty).is_some_and(|s| s.variadic) {
+            Some(self.argument_area(&args[f.params.len()..])?)
+        } else {
+            None
+        };
         self.threads[tid].frames.push(Frame {
             func,
             node: cfg.entry,
@@ -917,6 +934,7 @@ impl<'p> Machine<'p> {
             call: None,
             kind,
             missing: f.locals.len(),
+            varargs,
         });
         let frame = self.threads[tid].frames.len() - 1;
         self.allocate(tid, frame, &f.params)?;
@@ -942,7 +960,7 @@ impl<'p> Machine<'p> {
     /// Pops the top frame of `tid`, ending its locals' lifetimes.
     fn pop_frame(&mut self, tid: usize) -> Option<Frame> {
         let fr = self.threads[tid].frames.pop()?;
-        for &a in &fr.locals {
+        for &a in fr.locals.iter().chain(&fr.varargs) {
             if a != 0
                 && let Some((id, 0)) = self.mem.find(a)
             {
@@ -1106,7 +1124,11 @@ impl<'p> Machine<'p> {
                     vals.push((self.eval(tid, a, &mut acc)?, a.ty));
                 }
                 let fun = p.function(f);
-                if fun.body.is_some() {
+                if let Some(b) = super::varargs::Builtin::of(&fun.name) {
+                    self.va_builtin(tid, b, args, dest.as_ref(), &mut acc)?;
+                    self.set_node(tid, e.dst);
+                    Outcome::Progress
+                } else if fun.body.is_some() {
                     let kind = if matches!(self.roles.get(f), Some(Role::AtomicFunction)) {
                         if !self.enter_section(tid) {
                             return Ok((Outcome::Blocked, out));
@@ -1393,7 +1415,7 @@ mod tests {
             frontend::load(std::slice::from_ref(&path), &opts).unwrap_or_else(|e| panic!("{e}"));
         let result = {
             let roles = crate::model::Model::shipped().classify(&program);
-            let mut m = match Machine::new(&program, &roles, NondetPlan::Const(0)) {
+            let mut m = match Machine::new(&program, &roles, NondetPlan::Const(0), &[]) {
                 Ok(m) => m,
                 Err(e) => return (program.clone(), Err(e)),
             };

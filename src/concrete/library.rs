@@ -26,6 +26,7 @@ use super::interp::{Acc, Event, Ext, FrameKind, Machine, Status, StepOut, SyncKe
 use super::memory::{MAX_OBJECT, Origin};
 use super::sync::{self, LockOutcome, MutexKind};
 use super::value::{self, Repr, Val, int_value, trunc};
+use super::varargs::FormatArgs;
 use crate::ir::{Expr, FuncId, TypeId};
 use crate::model::{LockKind, LockMode, Role};
 
@@ -778,8 +779,8 @@ impl Machine<'_> {
             "atexit" | "at_quick_exit" | "on_exit" => ok(self),
             // Stream buffering and the system log change nothing the program reads.
             "setbuf" | "setvbuf" | "setbuffer" | "setlinebuf" | "openlog" | "closelog" => ok(self),
-            "syslog" => {
-                self.format_reads(vals, 1, acc)?;
+            "syslog" | "vsyslog" => {
+                self.format_reads(vals, 1, name == "vsyslog", acc)?;
                 Ok(Ext::Return(None))
             }
             // No message catalogue is installed: gettext returns its message id itself, and
@@ -817,6 +818,60 @@ impl Machine<'_> {
                 _ => Err(Stop::new("sysconf of an unmodelled name")),
             },
             "get_nprocs" | "get_nprocs_conf" => Ok(Ext::Return(self.ret(f, ONLINE_CPUS)?)),
+            // Broken-down time in the environment's time zone, UTC (no `TZ`): `gmtime` and
+            // `localtime` fill a new `struct tm` (glibc's is one static object; a new one per
+            // call shares less, so nothing is witnessed through it), the `_r` forms the
+            // caller's.
+            "gmtime" | "localtime" | "gmtime_r" | "localtime_r" => {
+                let reentrant = name.ends_with("_r");
+                let tsize = self.pointee_size(args.first(), 8, 8);
+                let t = self.ptr_arg(vals, 0)?;
+                let raw = self.read_mem(t, tsize, acc, true)?;
+                let secs = value::sext(
+                    raw.iter()
+                        .rev()
+                        .fold(0u128, |a, b| (a << 8) | u128::from(*b)),
+                    8 * tsize as u32,
+                );
+                let tm = self.broken_down_time(secs)?;
+                let at = if reentrant {
+                    self.ptr_arg(vals, 1)?
+                } else {
+                    let a = self.heap_alloc(tm.len() as u64, acc)?;
+                    if a == 0 {
+                        return Err(Stop::new("broken-down time buffer"));
+                    }
+                    a
+                };
+                self.write_mem(at, &tm, acc, reentrant, false)?;
+                Ok(Ext::Return(self.ret(f, i128::from(at))?))
+            }
+            // Time as text in the C locale (C11 §7.27.3.5), for the conversions below;
+            // others stop. The result counts the bytes written without the NUL, 0 when the
+            // text does not fit.
+            "strftime" => {
+                let buf = self.ptr_arg(vals, 0)?;
+                let max = self.int_arg(vals, 1)?.max(0) as u64;
+                let fmt = self.ptr_arg(vals, 2)?;
+                let n = self.strlen_at(fmt, None)?;
+                let fmt = self.read_mem(fmt, n + 1, acc, true)?;
+                let tm_at = self.ptr_arg(vals, 3)?;
+                let raw = self.read_mem(tm_at, 36, acc, true)?;
+                let mut tm = [0i64; 9];
+                for (i, v) in tm.iter_mut().enumerate() {
+                    let b: [u8; 4] = raw[4 * i..4 * i + 4].try_into().unwrap_or([0; 4]);
+                    *v = i64::from(i32::from_le_bytes(b));
+                }
+                let mut text = strftime_c(&fmt[..n as usize], &tm)
+                    .ok_or_else(|| Stop::new("strftime conversion not modelled"))?;
+                if text.len() as u64 >= max {
+                    return Ok(Ext::Return(self.ret(f, 0)?));
+                }
+                let len = text.len();
+                text.push(0);
+                self.write_mem(buf, &text, acc, true, false)?;
+                Ok(Ext::Return(self.ret(f, len as i128)?))
+            }
             "difftime" => {
                 let (a, b) = (self.int_arg(vals, 0)?, self.int_arg(vals, 1)?);
                 Ok(Ext::Return(Some(Val::Float((a - b) as f64))))
@@ -830,13 +885,34 @@ impl Machine<'_> {
                 ok(self)
             }
             // Formatted output into a buffer: glibc's text, cut to the size (snprintf).
-            "snprintf" | "sprintf" => {
-                let (fmt, limit) = if name == "snprintf" {
+            // Formatted output into a new block of exactly the text's size (GNU asprintf).
+            "asprintf" | "vasprintf" => {
+                let mut fargs = self.format_args(vals, 1, name == "vasprintf")?;
+                let s = self.ptr_arg(vals, 1)?;
+                let mut text = self.format(s, &mut fargs, acc, true)?;
+                let len = text.len();
+                text.push(0);
+                let a = self.heap_alloc(text.len() as u64, acc)?;
+                if a == 0 {
+                    return Ok(Ext::Return(self.ret(f, -1)?));
+                }
+                self.write_mem(a, &text, acc, false, false)?;
+                let strp = self.ptr_arg(vals, 0)?;
+                let psize = self.p.types.data_model.pointer_size();
+                let bytes =
+                    value::encode(&Val::Int(u128::from(a)), Repr::Ptr { bits: 128 }, psize)?;
+                self.write_mem(strp, &bytes, acc, true, false)?;
+                Ok(Ext::Return(self.ret(f, len as i128)?))
+            }
+            "snprintf" | "sprintf" | "vsnprintf" | "vsprintf" => {
+                let (fmt, limit) = if name.ends_with("snprintf") {
                     (2, Some(self.int_arg(vals, 1)?.max(0) as u64))
                 } else {
                     (1, None)
                 };
-                let text = self.format(vals, fmt, acc, true)?;
+                let mut fargs = self.format_args(vals, fmt, name.starts_with('v'))?;
+                let s = self.ptr_arg(vals, fmt)?;
+                let text = self.format(s, &mut fargs, acc, true)?;
                 let buf = self.ptr_arg(vals, 0)?;
                 let mut put = text.clone();
                 if let Some(l) = limit {
@@ -850,22 +926,34 @@ impl Machine<'_> {
             }
             // The environment of a concrete execution (module docs): no variables set.
             "getenv" | "secure_getenv" => Ok(Ext::Return(self.ret(f, 0)?)),
-            // No arguments: when `argv[optind]` is a null pointer getopt returns -1 and changes
-            // nothing (POSIX getopt; GNU getopt_long alike).
+            // No options: when no argument from `argv[optind]` on is an option (a null
+            // pointer ends them; operands do not start with '-', or are "-" alone), getopt
+            // returns -1 and changes nothing (POSIX getopt stops at the first operand; GNU
+            // getopt, which permutes, finds no option after it either).
             "getopt" | "getopt_long" | "getopt_long_only" => {
                 let argv = self.ptr_arg(vals, 1)?;
                 let optind = self.extern_int("optind").unwrap_or(1);
                 let psize = self.p.types.data_model.pointer_size();
-                let at = u64::try_from(optind)
+                let mut at = u64::try_from(optind)
                     .ok()
                     .and_then(|i| i.checked_mul(psize))
                     .and_then(|o| argv.checked_add(o))
                     .ok_or_else(|| Stop::new("getopt with an invalid optind"))?;
-                let slot = self.read_mem(at, psize, acc, false)?;
-                if slot.iter().all(|b| *b == 0) {
-                    Ok(Ext::Return(self.ret(f, -1)?))
-                } else {
-                    Err(Stop::new("getopt with arguments"))
+                loop {
+                    let slot = self.read_mem(at, psize, acc, false)?;
+                    let arg = slot
+                        .iter()
+                        .rev()
+                        .fold(0u64, |a, b| (a << 8) | u64::from(*b));
+                    if arg == 0 {
+                        return Ok(Ext::Return(self.ret(f, -1)?));
+                    }
+                    let head =
+                        self.read_mem(arg, 2.min(self.strlen_at(arg, Some(2))? + 1), acc, false)?;
+                    if head.first() == Some(&b'-') && head.get(1).is_some_and(|c| *c != 0) {
+                        return Err(Stop::new("getopt with options"));
+                    }
+                    at += psize;
                 }
             }
             // Signal sets (glibc: a bit per signal, `signo - 1`; sigfillset leaves out the two
@@ -1123,6 +1211,27 @@ impl Machine<'_> {
                 }
                 Ok(Ext::Return(self.ret(f, a as i128)?))
             }
+            // String to integer (C11 §7.22.1.2, §7.22.1.4): exactly as the C library
+            // converts; `ato*` of a value out of range is undefined behaviour.
+            "atoi"
+            | "atol"
+            | "atoll"
+            | "strtol"
+            | "strtoul"
+            | "strtoll"
+            | "strtoull"
+            | "strtoq"
+            | "strtouq"
+            | "strtoimax"
+            | "strtoumax"
+            | "__isoc23_strtol"
+            | "__isoc23_strtoul"
+            | "__isoc23_strtoll"
+            | "__isoc23_strtoull"
+            | "__strtol_internal"
+            | "__strtoul_internal"
+            | "__strtoll_internal"
+            | "__strtoull_internal" => self.string_to_integer(tid, f, name, vals, acc),
             "abs" | "labs" | "llabs" => {
                 let v = self.int_arg(vals, 0)?;
                 // abs of the most negative value is undefined.
@@ -1137,7 +1246,7 @@ impl Machine<'_> {
             }
             "printf" | "vprintf" | "puts" | "putchar" | "perror" => {
                 match name {
-                    "printf" => self.format_reads(vals, 0, acc)?,
+                    "printf" | "vprintf" => self.format_reads(vals, 0, name == "vprintf", acc)?,
                     "puts" | "perror" => {
                         let s = self.ptr_arg(vals, 0)?;
                         if s != 0 {
@@ -1145,7 +1254,6 @@ impl Machine<'_> {
                             self.read_mem(s, n + 1, acc, true)?;
                         }
                     }
-                    "vprintf" => return Err(Stop::new("vprintf")),
                     _ => {}
                 }
                 let r = if name == "putchar" {
@@ -1155,9 +1263,11 @@ impl Machine<'_> {
                 };
                 Ok(Ext::Return(self.ret(f, r)?))
             }
-            "fprintf" | "fputs" | "fflush" | "fputc" | "putc" => {
+            "fprintf" | "vfprintf" | "fputs" | "fflush" | "fputc" | "putc" => {
                 match name {
-                    "fprintf" => self.format_reads(vals, 1, acc)?,
+                    "fprintf" | "vfprintf" => {
+                        self.format_reads(vals, 1, name == "vfprintf", acc)?
+                    }
                     "fputs" => {
                         let s = self.ptr_arg(vals, 0)?;
                         let n = self.strlen_at(s, None)?;
@@ -1418,6 +1528,124 @@ impl Machine<'_> {
         self.mem.write_at(id, off, &e.to_le_bytes())
     }
 
+    /// The bytes of glibc's `struct tm` for `secs` seconds since the Epoch in UTC: nine
+    /// `int`s (seconds, minutes, hours, day of the month, month from 0, years since 1900,
+    /// weekday from Sunday, day of the year from 0, no daylight saving time), `tm_gmtoff` 0 and
+    /// `tm_zone` pointing to "GMT".
+    ///
+    /// Errors: a year outside `int`.
+    fn broken_down_time(&mut self, secs: i128) -> Result<Vec<u8>, Stop> {
+        let days = secs.div_euclid(86_400);
+        let rem = secs.rem_euclid(86_400);
+        // Civil date from days since 1970-01-01 (H. Hinnant's days_from_civil inverse).
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy_march = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy_march + 2) / 153;
+        let mday = doy_march - (153 * mp + 2) / 5 + 1;
+        let mon = if mp < 10 { mp + 2 } else { mp - 10 };
+        let year = yoe + era * 400 + i128::from(mon < 2);
+        let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+        let before = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334][mon as usize];
+        let yday = before + mday - 1 + i128::from(leap && mon >= 2);
+        let wday = (days + 4).rem_euclid(7);
+        let fields = [
+            rem % 60,
+            rem / 60 % 60,
+            rem / 3600,
+            mday,
+            mon,
+            year - 1900,
+            wday,
+            yday,
+            0,
+        ];
+        let mut out = Vec::new();
+        for v in fields {
+            let v = i32::try_from(v).map_err(|_| Stop::new("year out of range"))?;
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        let psize = self.p.types.data_model.pointer_size();
+        out.resize(out.len().next_multiple_of(psize as usize), 0);
+        out.extend(std::iter::repeat_n(0, psize as usize)); // tm_gmtoff
+        let zone = self.mem.alloc(4, 1, Origin::Opaque)?;
+        self.mem.write_at(zone, 0, b"GMT\0")?;
+        self.mem.set_flags(zone, true, false);
+        let z = u128::from(self.mem.object(zone).base);
+        out.extend(value::encode(&Val::Int(z), Repr::Ptr { bits: 128 }, psize)?);
+        Ok(out)
+    }
+
+    /// A call of a C library string-to-integer function `name` (`ato*` or `strto*`) on the
+    /// string at argument 0 (base argument 2 and end pointer argument 1 for `strto*`): the
+    /// string's bytes are read, the end pointer written, and the result clamped with `ERANGE`
+    /// as C11 §7.22.1.4p8 says.
+    ///
+    /// Errors: an `ato*` result out of range (undefined behaviour), a base other than 0 or
+    /// 2 to 36, a string through an invalid pointer.
+    fn string_to_integer(
+        &mut self,
+        tid: usize,
+        f: FuncId,
+        name: &str,
+        vals: &[(Val, TypeId)],
+        acc: &mut Acc,
+    ) -> Result<Ext, Stop> {
+        let s = self.ptr_arg(vals, 0)?;
+        let n = self.strlen_at(s, None)?;
+        let text = self.read_mem(s, n + 1, acc, true)?;
+        let ato = name.starts_with("ato");
+        let base = if ato { 10 } else { self.int_arg(vals, 2)? };
+        if base != 0 && !(2..=36).contains(&base) {
+            return Err(Stop::new("string conversion in an invalid base"));
+        }
+        let (negative, magnitude, end) = parse_integer(&text, base as u32);
+        let types = &self.p.types;
+        let ret = types
+            .func_sig(self.p.function(f).ty)
+            .map(|sig| sig.ret)
+            .and_then(|t| value::repr(types, t));
+        let Some(Repr::Int { bits, signed, .. }) = ret else {
+            return Err(Stop::new("string conversion of a strange result type"));
+        };
+        let (max, min) = if signed {
+            ((1u128 << (bits - 1)) - 1, 1u128 << (bits - 1))
+        } else {
+            (trunc(u128::MAX, bits), 0)
+        };
+        let fits = if signed && negative {
+            magnitude <= min
+        } else {
+            magnitude <= max
+        };
+        if !fits && ato {
+            return Err(Stop::new("ato* of a value out of range"));
+        }
+        let v: i128 = match (fits, signed, negative) {
+            (true, _, false) => magnitude as i128,
+            (true, true, true) => -(magnitude as i128),
+            // An unsigned conversion negates in the result type.
+            (true, false, true) => trunc(magnitude.wrapping_neg(), bits) as i128,
+            (false, true, true) => -(min as i128),
+            (false, _, _) => max as i128,
+        };
+        if !fits {
+            self.set_errno(tid, 34)?; // ERANGE
+        }
+        if !ato {
+            let endp = self.ptr_arg(vals, 1)?;
+            if endp != 0 {
+                let psize = self.p.types.data_model.pointer_size();
+                let at = Val::Int(u128::from(s + end));
+                let bytes = value::encode(&at, Repr::Ptr { bits: 128 }, psize)?;
+                self.write_mem(endp, &bytes, acc, true, false)?;
+            }
+        }
+        Ok(Ext::Return(self.ret(f, v)?))
+    }
+
     /// The size in bytes of the object argument `e` points to, `default` when its type does
     /// not give one between 1 and `max`.
     fn pointee_size(&self, e: Option<&Expr>, max: u64, default: u64) -> u64 {
@@ -1662,36 +1890,61 @@ impl Machine<'_> {
     }
 
     /// Records the reads `printf`-style functions make: the format string and every string a
-    /// `%s` conversion prints. `fmt` is the index of the format argument.
+    /// `%s` conversion prints. `fmt` is the index of the format argument; the arguments after
+    /// it are converted, or, for a `v*printf` function (`va`), the `va_list` after it.
     fn format_reads(
         &mut self,
         vals: &[(Val, TypeId)],
         fmt: usize,
+        va: bool,
         acc: &mut Acc,
     ) -> Result<(), Stop> {
-        self.format(vals, fmt, acc, false).map(|_| ())
+        let mut args = self.format_args(vals, fmt, va)?;
+        let s = self.ptr_arg(vals, fmt)?;
+        self.format(s, &mut args, acc, false).map(|_| ())
     }
 
-    /// Interprets the `printf`-style format at argument `fmt` with the arguments after it
-    /// (ISO C11 §7.21.6.1), recording the reads of the format and of `%s` strings. With
-    /// `render`, returns the text glibc prints (integers, characters, strings, pointers;
-    /// a floating conversion stops the execution); otherwise only walks the arguments.
+    /// The arguments the format at argument `fmt` converts: the call's own after it, or those
+    /// of the `va_list` after it (`va`).
+    fn format_args<'v>(
+        &self,
+        vals: &'v [(Val, TypeId)],
+        fmt: usize,
+        va: bool,
+    ) -> Result<FormatArgs<'v>, Stop> {
+        if va {
+            let (v, _) = vals
+                .get(fmt + 1)
+                .ok_or_else(|| Stop::new("missing va_list argument"))?;
+            Ok(FormatArgs::Va {
+                at: self.va_list_cursor(v)?,
+            })
+        } else {
+            Ok(FormatArgs::List {
+                vals,
+                next: fmt + 1,
+            })
+        }
+    }
+
+    /// Interprets the `printf`-style format at address `s` with `args` (ISO C11 §7.21.6.1),
+    /// recording the reads of the format and of `%s` strings. With `render`, returns the text
+    /// glibc prints (integers, characters, strings, pointers; a floating conversion stops the
+    /// execution; `%n` stores the count so far); otherwise only walks the arguments.
     ///
-    /// Errors: `%n`, an unknown conversion, too few arguments.
+    /// Errors: `%n` without `render`, an unknown conversion, too few arguments.
     fn format(
         &mut self,
-        vals: &[(Val, TypeId)],
-        fmt: usize,
+        s: u64,
+        args: &mut FormatArgs<'_>,
         acc: &mut Acc,
         render: bool,
     ) -> Result<Vec<u8>, Stop> {
-        let s = self.ptr_arg(vals, fmt)?;
         let n = self.strlen_at(s, None)?;
         let text = self.read_mem(s, n + 1, acc, true)?;
         let psize = self.p.types.data_model.pointer_size() as u32 * 8;
         let lsize = self.p.types.size_of(self.p.types.common.long).unwrap_or(8) as u32 * 8;
         let mut out = Vec::new();
-        let mut next = fmt + 1;
         let mut i = 0;
         while i < text.len() && text[i] != 0 {
             if text[i] != b'%' {
@@ -1719,8 +1972,7 @@ impl Machine<'_> {
             while let Some(&c) = text.get(i) {
                 match c {
                     b'*' => {
-                        let v = self.int_arg(vals, next)?;
-                        next += 1;
+                        let v = args.int(self, 32)?;
                         if in_precision {
                             spec.precision = (v >= 0).then_some(v as u64);
                         } else if v < 0 {
@@ -1748,19 +2000,15 @@ impl Machine<'_> {
             }
             // Length modifier: the bits of the converted integer.
             let mut bits = 32;
+            let mut long_double = false;
             while let Some(&c) = text.get(i) {
                 match c {
                     b'h' => bits = if bits == 16 { 8 } else { 16 },
-                    b'l' => {
-                        bits = if bits == lsize && lsize < 64 {
-                            64
-                        } else {
-                            lsize
-                        }
-                    }
+                    // `l` is long; `ll` (handled below) long long.
+                    b'l' => bits = lsize,
                     b'q' | b'j' => bits = 64,
                     b'z' | b't' => bits = psize,
-                    b'L' => {}
+                    b'L' => long_double = true,
                     _ => break,
                 }
                 if c == b'l' && text.get(i + 1) == Some(&b'l') {
@@ -1775,14 +2023,9 @@ impl Machine<'_> {
                 out.push(b'%');
                 continue;
             }
-            if vals.get(next).is_none() {
-                return Err(Stop::new("printf with too few arguments"));
-            }
-            let arg = next;
-            next += 1;
             match conv {
                 b's' => {
-                    let p = self.ptr_arg(vals, arg)?;
+                    let p = args.pointer(self)?;
                     if p == 0 {
                         // glibc prints "(null)", or nothing when the precision is below 6.
                         if render {
@@ -1806,9 +2049,17 @@ impl Machine<'_> {
                         spec.pad(&mut out, &bytes[..l as usize], false);
                     }
                 }
+                // The count of bytes written so far, stored through the argument.
+                b'n' if render => {
+                    let p = args.pointer(self)?;
+                    let count = Val::Int(out.len() as u128);
+                    let bytes =
+                        value::encode(&count, Repr::Ptr { bits: 128 }, u64::from(bits / 8))?;
+                    self.write_mem(p, &bytes, acc, true, false)?;
+                }
                 b'n' => return Err(Stop::new("printf %n")),
                 b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b'p' if render => {
-                    let v = self.int_arg(vals, arg)?;
+                    let v = args.int(self, if conv == b'p' { psize } else { bits })?;
                     let body = match conv {
                         b'c' => vec![v as u8],
                         b'p' if v == 0 => b"(nil)".to_vec(),
@@ -1818,8 +2069,15 @@ impl Machine<'_> {
                     let numeric = !matches!(conv, b'c' | b'p');
                     spec.pad(&mut out, &body, numeric);
                 }
-                b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b'p' => {}
-                b'e' | b'E' | b'f' | b'F' | b'g' | b'G' | b'a' | b'A' if !render => {}
+                b'd' | b'i' | b'u' | b'x' | b'X' | b'o' | b'c' | b'p' => {
+                    args.int(self, if conv == b'p' { psize } else { bits })?;
+                }
+                b'e' | b'E' | b'f' | b'F' | b'g' | b'G' | b'a' | b'A' if !render => {
+                    if long_double {
+                        return Err(Stop::new("long double argument"));
+                    }
+                    args.skip_double(self)?;
+                }
                 b'e' | b'E' | b'f' | b'F' | b'g' | b'G' | b'a' | b'A' => {
                     return Err(Stop::new("formatting of a floating value"));
                 }
@@ -1828,6 +2086,125 @@ impl Machine<'_> {
         }
         Ok(out)
     }
+}
+
+/// The text of `strftime` format `fmt` for the `struct tm` fields `tm` (seconds, minutes,
+/// hours, day of the month, month from 0, years since 1900, weekday, day of the year, DST) in
+/// the C locale, time zone UTC; `None` for a conversion it does not know or a field out of
+/// range.
+fn strftime_c(fmt: &[u8], tm: &[i64; 9]) -> Option<Vec<u8>> {
+    const DAYS: [&str; 7] = [
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+    ];
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let [sec, min, hour, mday, mon, year, wday, yday, _] = *tm;
+    let day = DAYS.get(usize::try_from(wday).ok()?)?;
+    let month = MONTHS.get(usize::try_from(mon).ok()?)?;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < fmt.len() {
+        if fmt[i] != b'%' {
+            out.push(fmt[i]);
+            i += 1;
+            continue;
+        }
+        let c = *fmt.get(i + 1)?;
+        i += 2;
+        let piece = match c {
+            b'Y' => format!("{}", year + 1900),
+            b'y' => format!("{:02}", (year + 1900).rem_euclid(100)),
+            b'C' => format!("{:02}", (year + 1900).div_euclid(100)),
+            b'm' => format!("{:02}", mon + 1),
+            b'd' => format!("{mday:02}"),
+            b'e' => format!("{mday:2}"),
+            b'H' => format!("{hour:02}"),
+            b'I' => format!("{:02}", (hour + 11) % 12 + 1),
+            b'M' => format!("{min:02}"),
+            b'S' => format!("{sec:02}"),
+            b'j' => format!("{:03}", yday + 1),
+            b'p' => (if hour < 12 { "AM" } else { "PM" }).to_string(),
+            b'a' => day[..3].to_string(),
+            b'A' => day.to_string(),
+            b'b' | b'h' => month[..3].to_string(),
+            b'B' => month.to_string(),
+            b'D' => format!(
+                "{:02}/{mday:02}/{:02}",
+                mon + 1,
+                (year + 1900).rem_euclid(100)
+            ),
+            b'F' => format!("{}-{:02}-{mday:02}", year + 1900, mon + 1),
+            b'T' => format!("{hour:02}:{min:02}:{sec:02}"),
+            b'R' => format!("{hour:02}:{min:02}"),
+            b'Z' => "GMT".to_string(),
+            b'z' => "+0000".to_string(),
+            b'n' => "\n".to_string(),
+            b't' => "\t".to_string(),
+            b'%' => "%".to_string(),
+            _ => return None,
+        };
+        out.extend_from_slice(piece.as_bytes());
+    }
+    Some(out)
+}
+
+/// Parses the subject sequence of `strtol` in `base` (0: from the prefix) from NUL-terminated
+/// `text` (C11 §7.22.1.4p2–p7): white space, a sign, a `0x` prefix (bases 0 and 16), digits.
+/// Returns the sign, the magnitude (saturated at `u128::MAX`) and the offset of the first
+/// byte not converted (0 when no digit was: the whole string is left).
+fn parse_integer(text: &[u8], base: u32) -> (bool, u128, u64) {
+    let at = |i: usize| text.get(i).copied().unwrap_or(0);
+    let mut i = 0;
+    while matches!(at(i), b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+        i += 1;
+    }
+    let negative = at(i) == b'-';
+    if matches!(at(i), b'+' | b'-') {
+        i += 1;
+    }
+    let digit = |c: u8| (c as char).to_digit(36);
+    let hex_prefix = at(i) == b'0'
+        && matches!(at(i + 1), b'x' | b'X')
+        && digit(at(i + 2)).is_some_and(|d| d < 16);
+    let base = match base {
+        0 if hex_prefix => 16,
+        0 if at(i) == b'0' => 8,
+        0 => 10,
+        b => b,
+    };
+    if base == 16 && hex_prefix {
+        i += 2;
+    }
+    let start = i;
+    let mut magnitude: u128 = 0;
+    while let Some(d) = digit(at(i)).filter(|d| *d < base) {
+        magnitude = magnitude
+            .saturating_mul(u128::from(base))
+            .saturating_add(u128::from(d));
+        i += 1;
+    }
+    if i == start {
+        return (false, 0, 0);
+    }
+    (negative, magnitude, i as u64)
 }
 
 /// One conversion specification of a `printf` format (ISO C11 §7.21.6.1p4).
@@ -1966,7 +2343,38 @@ fn math(name: &str, xs: &[f64]) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::math;
+    use super::{math, parse_integer, strftime_c};
+
+    #[test]
+    fn integers_parse_as_strtol_does() {
+        // (text, base) -> (negative, magnitude, end)
+        assert_eq!(parse_integer(b"  -42x\0", 10), (true, 42, 5));
+        assert_eq!(parse_integer(b"+7\0", 0), (false, 7, 2));
+        assert_eq!(parse_integer(b"0x1F\0", 0), (false, 31, 4));
+        assert_eq!(parse_integer(b"0x1F\0", 16), (false, 31, 4));
+        assert_eq!(parse_integer(b"017\0", 0), (false, 15, 3));
+        // "0x" without a hex digit: the 0 alone is converted.
+        assert_eq!(parse_integer(b"0xg\0", 0), (false, 0, 1));
+        // No digit: nothing converted, the end is the string itself.
+        assert_eq!(parse_integer(b"  -\0", 10), (false, 0, 0));
+        assert_eq!(parse_integer(b"z\0", 36), (false, 35, 1));
+        assert_eq!(
+            parse_integer(b"999999999999999999999999999999999999999999\0", 10).1,
+            u128::MAX
+        );
+    }
+
+    #[test]
+    fn strftime_formats_in_the_c_locale() {
+        // 2023-11-14 22:13:20, a Tuesday, day 318 of the year.
+        let tm = [20, 13, 22, 14, 10, 123, 2, 317, 0];
+        assert_eq!(
+            strftime_c(b"%D-%T %F %a %b %e %j %I%p %y %Z %%", &tm).as_deref(),
+            Some(&b"11/14/23-22:13:20 2023-11-14 Tue Nov 14 318 10PM 23 GMT %"[..])
+        );
+        assert_eq!(strftime_c(b"%c", &tm), None);
+        assert_eq!(strftime_c(b"%a", &[0, 0, 0, 1, 0, 70, 9, 0, 0]), None);
+    }
 
     #[test]
     fn math_functions_and_their_variants() {

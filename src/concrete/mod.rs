@@ -22,6 +22,7 @@ pub mod race;
 pub mod sync;
 pub mod upgrade;
 pub mod value;
+mod varargs;
 
 pub use explore::{Budget, Goals, Reached, Stmt, reached, search};
 
