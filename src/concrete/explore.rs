@@ -224,7 +224,15 @@ pub fn execute(
         run.steps += 1;
         match m.step(t) {
             Err(stop) => {
-                tracing::debug!(reason = stop.reason, "concrete execution stopped");
+                let at = m
+                    .position(t)
+                    .map(|(f, _)| m.p.function(f).name.as_str())
+                    .unwrap_or("?");
+                tracing::debug!(
+                    reason = stop.reason,
+                    function = at,
+                    "concrete execution stopped"
+                );
                 break;
             }
             Ok((Outcome::Blocked, _)) => blocked[t] = true,

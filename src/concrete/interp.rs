@@ -309,8 +309,11 @@ impl<'p> Machine<'p> {
             )?;
             m.globals[i] = m.mem.object(id).base;
             if g.storage == Storage::Extern {
-                if matches!(g.name.as_str(), "stdin" | "stdout" | "stderr")
-                    && size == Some(p.types.data_model.pointer_size())
+                // The standard streams (glibc's names, and BSD's behind its macros).
+                if matches!(
+                    g.name.as_str(),
+                    "stdin" | "stdout" | "stderr" | "__stdinp" | "__stdoutp" | "__stderrp"
+                ) && size == Some(p.types.data_model.pointer_size())
                 {
                     if opaque_file == 0 {
                         let f = m.mem.alloc(256, 16, Origin::Opaque)?;
@@ -322,6 +325,15 @@ impl<'p> Machine<'p> {
                         Repr::Ptr { bits: 64 },
                         size.unwrap_or(0),
                     )?;
+                    m.mem.write_at(id, 0, &bytes)?;
+                } else if matches!(g.name.as_str(), "environ" | "__environ")
+                    && size == Some(p.types.data_model.pointer_size())
+                {
+                    // No environment variables: an array holding only its null terminator.
+                    let psize = p.types.data_model.pointer_size();
+                    let env = m.mem.alloc(psize, psize, Origin::Opaque)?;
+                    let at = m.mem.object(env).base as u128;
+                    let bytes = value::encode(&Val::Int(at), Repr::Ptr { bits: 64 }, psize)?;
                     m.mem.write_at(id, 0, &bytes)?;
                 } else if let Some((v, n)) = super::library::LIBRARY_VARIABLES
                     .iter()

@@ -8,11 +8,12 @@
 //! used.
 //!
 //! The environment of an execution is one a real run may have: no arguments (`argc` 1), no
-//! environment variables (`getenv` returns null, `getopt` -1), no signal delivered (installing
+//! environment variables (`getenv` returns null, `environ` empty, `getopt` -1), no signal delivered (installing
 //! handlers and masks changes nothing), the C library's `getopt` variables at their initial
 //! values ([`LIBRARY_VARIABLES`]), a clock that stands still ([`CLOCK_START`]), a machine with
 //! [`ONLINE_CPUS`] processors and 4 KiB pages, an empty working directory (opening a file
-//! fails) and standard streams that are not terminals.
+//! fails) and standard streams that are not terminals. The explorer may also run `main` with
+//! operands (`super::explore::ARGUMENT_VECTORS`); `getopt` then finds no option.
 //! Accesses are recorded as the static analysis counts them (`crate::backend::accesses`):
 //! synchronisation calls access nothing but their argument expressions, library functions
 //! read and write the bytes they touch, atomic builtins access their object atomically.
@@ -1232,6 +1233,7 @@ impl Machine<'_> {
             | "__strtoul_internal"
             | "__strtoll_internal"
             | "__strtoull_internal" => self.string_to_integer(tid, f, name, vals, acc),
+            "sscanf" | "__isoc99_sscanf" | "__isoc23_sscanf" => self.scan_string(f, vals, acc),
             "abs" | "labs" | "llabs" => {
                 let v = self.int_arg(vals, 0)?;
                 // abs of the most negative value is undefined.
@@ -1576,6 +1578,166 @@ impl Machine<'_> {
         let z = u128::from(self.mem.object(zone).base);
         out.extend(value::encode(&Val::Int(z), Repr::Ptr { bits: 128 }, psize)?);
         Ok(out)
+    }
+
+    /// `sscanf` on the string at argument 0 with the format at argument 1 (C11 §7.21.6.2):
+    /// white space, ordinary characters, and the conversions `d i u o x X s c n %` (with
+    /// widths, `*` and length modifiers), storing through the arguments after the format.
+    /// Returns the count of assigned conversions, or `EOF` when the input ends before the
+    /// first conversion.
+    ///
+    /// Errors: a conversion it does not model (floating, `[`, `p`), too few arguments.
+    fn scan_string(
+        &mut self,
+        f: FuncId,
+        vals: &[(Val, TypeId)],
+        acc: &mut Acc,
+    ) -> Result<Ext, Stop> {
+        let input = self.ptr_arg(vals, 0)?;
+        let n = self.strlen_at(input, None)?;
+        let text = self.read_mem(input, n + 1, acc, true)?;
+        let fmt = self.ptr_arg(vals, 1)?;
+        let m = self.strlen_at(fmt, None)?;
+        let fmt = self.read_mem(fmt, m + 1, acc, true)?;
+        let mut args = FormatArgs::List { vals, next: 2 };
+        let psize = self.p.types.data_model.pointer_size();
+        let lsize = self.p.types.size_of(self.p.types.common.long).unwrap_or(8);
+        let space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
+        let (mut at, mut i, mut assigned) = (0usize, 0usize, 0i128);
+        let at_end = |at: usize| text.get(at).is_none_or(|c| *c == 0);
+        let mut converted_any = false;
+        while let Some(&c) = fmt.get(i).filter(|c| **c != 0) {
+            if space(c) {
+                while text.get(at).is_some_and(|c| space(*c)) {
+                    at += 1;
+                }
+                i += 1;
+                continue;
+            }
+            if c != b'%' || fmt.get(i + 1) == Some(&b'%') {
+                let skip = if c == b'%' { 2 } else { 1 };
+                if c == b'%' {
+                    while text.get(at).is_some_and(|c| space(*c)) {
+                        at += 1;
+                    }
+                }
+                if text.get(at) != Some(&c) || at_end(at) {
+                    break;
+                }
+                at += 1;
+                i += skip;
+                continue;
+            }
+            i += 1;
+            let suppress = fmt.get(i) == Some(&b'*');
+            if suppress {
+                i += 1;
+            }
+            let mut width = 0usize;
+            while let Some(d) = fmt.get(i).filter(|d| d.is_ascii_digit()) {
+                width = width
+                    .saturating_mul(10)
+                    .saturating_add(usize::from(d - b'0'));
+                i += 1;
+            }
+            let mut size = 4u64;
+            let mut longs = 0;
+            while let Some(&l) = fmt.get(i) {
+                if l == b'l' {
+                    longs += 1;
+                }
+                size = match l {
+                    b'h' if size == 2 => 1,
+                    b'h' => 2,
+                    b'l' if longs > 1 => 8,
+                    b'l' => lsize,
+                    b'j' | b'q' => 8,
+                    b'z' | b't' => psize,
+                    _ => break,
+                };
+                i += 1;
+            }
+            let conv = *fmt
+                .get(i)
+                .ok_or_else(|| Stop::new("sscanf format ends in a conversion"))?;
+            i += 1;
+            if conv != b'c' && conv != b'n' {
+                while text.get(at).is_some_and(|c| space(*c)) {
+                    at += 1;
+                }
+            }
+            if conv != b'n' && at_end(at) {
+                if !converted_any {
+                    return Ok(Ext::Return(self.ret(f, -1)?));
+                }
+                break;
+            }
+            let limit = if width == 0 { usize::MAX } else { width };
+            match conv {
+                b'd' | b'i' | b'u' | b'o' | b'x' | b'X' => {
+                    let base = match conv {
+                        b'i' => 0,
+                        b'o' => 8,
+                        b'x' | b'X' => 16,
+                        _ => 10,
+                    };
+                    let end = text.len().min(at.saturating_add(limit));
+                    let mut field = text[at..end].to_vec();
+                    field.push(0);
+                    let (negative, magnitude, used) = parse_integer(&field, base);
+                    if used == 0 {
+                        break;
+                    }
+                    at += used as usize;
+                    converted_any = true;
+                    if !suppress {
+                        let v = if negative {
+                            magnitude.wrapping_neg()
+                        } else {
+                            magnitude
+                        };
+                        let p = args.pointer(self)?;
+                        let bytes = value::encode(&Val::Int(v), Repr::Ptr { bits: 128 }, size)?;
+                        self.write_mem(p, &bytes, acc, true, false)?;
+                        assigned += 1;
+                    }
+                }
+                b's' | b'c' => {
+                    let mut end = at;
+                    let want = if conv == b'c' && width == 0 { 1 } else { limit };
+                    while end - at < want
+                        && !at_end(end)
+                        && (conv == b'c' || !text.get(end).is_some_and(|c| space(*c)))
+                    {
+                        end += 1;
+                    }
+                    if conv == b'c' && end - at < want {
+                        break;
+                    }
+                    let mut bytes = text[at..end].to_vec();
+                    at = end;
+                    converted_any = true;
+                    if !suppress {
+                        if conv == b's' {
+                            bytes.push(0);
+                        }
+                        let p = args.pointer(self)?;
+                        self.write_mem(p, &bytes, acc, true, false)?;
+                        assigned += 1;
+                    }
+                }
+                b'n' => {
+                    if !suppress {
+                        let p = args.pointer(self)?;
+                        let bytes =
+                            value::encode(&Val::Int(at as u128), Repr::Ptr { bits: 128 }, size)?;
+                        self.write_mem(p, &bytes, acc, true, false)?;
+                    }
+                }
+                _ => return Err(Stop::new("sscanf conversion not modelled")),
+            }
+        }
+        Ok(Ext::Return(self.ret(f, assigned)?))
     }
 
     /// A call of a C library string-to-integer function `name` (`ato*` or `strto*`) on the
