@@ -169,6 +169,14 @@ impl Machine<'_> {
         }
     }
 
+    /// Reads the NUL-terminated string at `addr`, its terminator included, recording the read.
+    ///
+    /// Errors: as [`Self::strlen_at`] without a limit.
+    fn read_string(&self, addr: u64, acc: &mut Acc) -> Result<Vec<u8>, Stop> {
+        let n = self.strlen_at(addr, None)?;
+        self.read_mem(addr, n + 1, acc, true)
+    }
+
     /// Allocates a heap block of `size` bytes at the call statement of `acc`.
     fn heap_alloc(&mut self, size: u64, acc: &Acc) -> Result<u64, Stop> {
         if size > MAX_OBJECT {
@@ -854,8 +862,7 @@ impl Machine<'_> {
                 let buf = self.ptr_arg(vals, 0)?;
                 let max = self.int_arg(vals, 1)?.max(0) as u64;
                 let fmt = self.ptr_arg(vals, 2)?;
-                let n = self.strlen_at(fmt, None)?;
-                let fmt = self.read_mem(fmt, n + 1, acc, true)?;
+                let fmt = self.read_string(fmt, acc)?;
                 let tm_at = self.ptr_arg(vals, 3)?;
                 let raw = self.read_mem(tm_at, 36, acc, true)?;
                 let mut tm = [0i64; 9];
@@ -863,7 +870,7 @@ impl Machine<'_> {
                     let b: [u8; 4] = raw[4 * i..4 * i + 4].try_into().unwrap_or([0; 4]);
                     *v = i64::from(i32::from_le_bytes(b));
                 }
-                let mut text = strftime_c(&fmt[..n as usize], &tm)
+                let mut text = strftime_c(&fmt[..fmt.len() - 1], &tm)
                     .ok_or_else(|| Stop::new("strftime conversion not modelled"))?;
                 if text.len() as u64 >= max {
                     return Ok(Ext::Return(self.ret(f, 0)?));
@@ -1101,10 +1108,13 @@ impl Machine<'_> {
             "strcpy" | "stpcpy" => {
                 let d = self.ptr_arg(vals, 0)?;
                 let s = self.ptr_arg(vals, 1)?;
-                let n = self.strlen_at(s, None)?;
-                let data = self.read_mem(s, n + 1, acc, true)?;
+                let data = self.read_string(s, acc)?;
                 self.write_mem(d, &data, acc, true, false)?;
-                let r = if name == "stpcpy" { d + n } else { d };
+                let r = if name == "stpcpy" {
+                    d + data.len() as u64 - 1
+                } else {
+                    d
+                };
                 Ok(Ext::Return(self.ret(f, r as i128)?))
             }
             "strncpy" => {
@@ -1191,8 +1201,7 @@ impl Machine<'_> {
             "strchr" | "strrchr" => {
                 let s = self.ptr_arg(vals, 0)?;
                 let c = self.int_arg(vals, 1)? as u8;
-                let n = self.strlen_at(s, None)?;
-                let data = self.read_mem(s, n + 1, acc, true)?;
+                let data = self.read_string(s, acc)?;
                 let pos = if name == "strchr" {
                     data.iter().position(|b| *b == c)
                 } else {
@@ -1204,9 +1213,8 @@ impl Machine<'_> {
             }
             "strdup" => {
                 let s = self.ptr_arg(vals, 0)?;
-                let n = self.strlen_at(s, None)?;
-                let data = self.read_mem(s, n + 1, acc, true)?;
-                let a = self.heap_alloc(n + 1, acc)?;
+                let data = self.read_string(s, acc)?;
+                let a = self.heap_alloc(data.len() as u64, acc)?;
                 if a != 0 {
                     self.write_mem(a, &data, acc, false, false)?;
                 }
@@ -1252,8 +1260,7 @@ impl Machine<'_> {
                     "puts" | "perror" => {
                         let s = self.ptr_arg(vals, 0)?;
                         if s != 0 {
-                            let n = self.strlen_at(s, None)?;
-                            self.read_mem(s, n + 1, acc, true)?;
+                            self.read_string(s, acc)?;
                         }
                     }
                     _ => {}
@@ -1272,8 +1279,7 @@ impl Machine<'_> {
                     }
                     "fputs" => {
                         let s = self.ptr_arg(vals, 0)?;
-                        let n = self.strlen_at(s, None)?;
-                        self.read_mem(s, n + 1, acc, true)?;
+                        self.read_string(s, acc)?;
                     }
                     _ => {}
                 }
@@ -1594,11 +1600,9 @@ impl Machine<'_> {
         acc: &mut Acc,
     ) -> Result<Ext, Stop> {
         let input = self.ptr_arg(vals, 0)?;
-        let n = self.strlen_at(input, None)?;
-        let text = self.read_mem(input, n + 1, acc, true)?;
+        let text = self.read_string(input, acc)?;
         let fmt = self.ptr_arg(vals, 1)?;
-        let m = self.strlen_at(fmt, None)?;
-        let fmt = self.read_mem(fmt, m + 1, acc, true)?;
+        let fmt = self.read_string(fmt, acc)?;
         let mut args = FormatArgs::List { vals, next: 2 };
         let psize = self.p.types.data_model.pointer_size();
         let lsize = self.p.types.size_of(self.p.types.common.long).unwrap_or(8);
@@ -1756,8 +1760,7 @@ impl Machine<'_> {
         acc: &mut Acc,
     ) -> Result<Ext, Stop> {
         let s = self.ptr_arg(vals, 0)?;
-        let n = self.strlen_at(s, None)?;
-        let text = self.read_mem(s, n + 1, acc, true)?;
+        let text = self.read_string(s, acc)?;
         let ato = name.starts_with("ato");
         let base = if ato { 10 } else { self.int_arg(vals, 2)? };
         if base != 0 && !(2..=36).contains(&base) {
@@ -2102,8 +2105,7 @@ impl Machine<'_> {
         acc: &mut Acc,
         render: bool,
     ) -> Result<Vec<u8>, Stop> {
-        let n = self.strlen_at(s, None)?;
-        let text = self.read_mem(s, n + 1, acc, true)?;
+        let text = self.read_string(s, acc)?;
         let psize = self.p.types.data_model.pointer_size() as u32 * 8;
         let lsize = self.p.types.size_of(self.p.types.common.long).unwrap_or(8) as u32 * 8;
         let mut out = Vec::new();
