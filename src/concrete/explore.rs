@@ -537,6 +537,10 @@ fn for_each_argument_vector(
     record: bool,
     mut visit: impl FnMut(&Machine<'_>, &[&str], NondetPlan, Sched, &Run, &mut u64) -> bool,
 ) -> u64 {
+    let takes_arguments = p
+        .functions
+        .iter()
+        .any(|f| f.name == "main" && f.body.is_some() && !f.params.is_empty());
     let mut spent = 0u64;
     for arguments in ARGUMENT_VECTORS {
         if spent >= budget.total {
@@ -560,10 +564,6 @@ fn for_each_argument_vector(
             go_on = visit(&init, arguments, plan, sched, run, used);
             go_on
         });
-        let takes_arguments = p
-            .functions
-            .iter()
-            .any(|f| f.name == "main" && f.body.is_some() && !f.params.is_empty());
         if threaded || !go_on || !takes_arguments {
             break;
         }

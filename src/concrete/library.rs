@@ -948,17 +948,14 @@ impl Machine<'_> {
                     .and_then(|o| argv.checked_add(o))
                     .ok_or_else(|| Stop::new("getopt with an invalid optind"))?;
                 loop {
-                    let slot = self.read_mem(at, psize, acc, false)?;
-                    let arg = slot
-                        .iter()
-                        .rev()
-                        .fold(0u64, |a, b| (a << 8) | u64::from(*b));
+                    let arg = self.read_pointer(at)?;
                     if arg == 0 {
                         return Ok(Ext::Return(self.ret(f, -1)?));
                     }
-                    let head =
-                        self.read_mem(arg, 2.min(self.strlen_at(arg, Some(2))? + 1), acc, false)?;
-                    if head.first() == Some(&b'-') && head.get(1).is_some_and(|c| *c != 0) {
+                    // An option: '-' and at least one more character.
+                    if self.strlen_at(arg, Some(2))? == 2
+                        && self.read_mem(arg, 1, acc, false)? == b"-"
+                    {
                         return Err(Stop::new("getopt with options"));
                     }
                     at += psize;

@@ -111,8 +111,11 @@ impl Machine<'_> {
         }
     }
 
-    /// Reads a pointer-sized value at `addr` (not recorded: the thread's own `va_list`).
-    fn read_pointer(&self, addr: u64) -> Result<u64, Stop> {
+    /// Reads a pointer-sized value at `addr`, without recording an access (the thread's own
+    /// `va_list`, the `argv` array).
+    ///
+    /// Errors: `addr` is not inside a live object, or the value is no address.
+    pub(super) fn read_pointer(&self, addr: u64) -> Result<u64, Stop> {
         let n = self.p.types.data_model.pointer_size();
         let (id, off) = self.mem.locate(addr, n)?;
         match value::decode(
