@@ -278,7 +278,10 @@ fn run<'p, B: Backend<'p>>(
         });
         return empty(program, roles, imprecision, phases, opts.deadlocks);
     };
-    let graph = thread_graph(program, roles, &mut backend, main, opts.context_depth);
+    let mut graph = thread_graph(program, roles, &mut backend, main, opts.context_depth);
+    while backend.retry_cheaper() {
+        graph = thread_graph(program, roles, &mut backend, main, opts.context_depth);
+    }
     let mut degraded: Vec<String> = library_cut.into_iter().collect();
     for reason in backend.degradations() {
         degraded.push(reason.clone());

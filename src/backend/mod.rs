@@ -396,6 +396,14 @@ pub trait Backend<'p> {
         Vec::new()
     }
 
+    /// Called after the thread-modular fixpoint: when the backend gave up precision in a way
+    /// that a cheaper configuration may avoid (the value analysis with call-string contexts
+    /// ran out of its budget), resets itself to that configuration and returns true; the
+    /// fixpoint then runs again from the start. Defaults to false.
+    fn retry_cheaper(&mut self) -> bool {
+        false
+    }
+
     /// Whether every answer is the same for all threads (queries' [`Context::thread`] is
     /// ignored): true of the syntactic backend and of a degraded value backend. The
     /// per-thread analyses then share one solution among threads with equal function

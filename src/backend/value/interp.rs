@@ -134,6 +134,27 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// Every base a pointer that [`Shared::read`] may give `reader` points to: stores by
+    /// other threads (by `reader`'s other instances too unless it is `unique`) into bases,
+    /// and every thread's stores through unresolved pointers.
+    pub fn pointed(&self, reader: ThreadId, unique: bool) -> FxHashSet<Base> {
+        let mut out = FxHashSet::default();
+        let objs = self
+            .by_base
+            .values()
+            .flat_map(|v| v.iter())
+            .filter(|(t, _)| *t != reader || !unique)
+            .map(|(_, o)| o)
+            .chain(self.wild.values());
+        for o in objs {
+            for c in o.cells() {
+                out.extend(c.v.ptr.targets().iter().map(|(b, _)| *b));
+            }
+            out.extend(o.rest.ptr.targets().iter().map(|(b, _)| *b));
+        }
+        out
+    }
+
     /// What threads other than `reader` (and `reader`'s other instances, unless it is unique
     /// or the base is its own local) may have stored at `off` (`size` bytes) of `b`.
     ///
@@ -330,6 +351,10 @@ pub struct Interp<'a, 'p> {
     pub shared: &'a Shared,
     /// Locals whose address is taken.
     pub addr_taken: &'a FxHashSet<(FuncId, LocalId)>,
+    /// The globals each function may reach by name ([`super::footprint`]).
+    pub footprints: &'a super::footprint::Footprints,
+    /// The bases other threads' stores point to ([`Shared::pointed`]).
+    pub escaped: &'a FxHashSet<Base>,
     /// Globals holding thread-specific data keys whose values are modelled
     /// ([`specific_keys`]).
     pub specific_keys: &'a FxHashSet<GlobalId>,
@@ -2030,6 +2055,10 @@ impl<'p> Interp<'_, 'p> {
     /// parameters bound to the arguments.
     pub fn call_entry(&mut self, at: At<'_>, edge: &Edge, target: &CallTarget, d: &State) -> State {
         let mut s = self.bind_entry(at, edge, target, d);
+        if matches!(target.kind, CallKind::Plain | CallKind::Atomic) {
+            // What the callee cannot reach stays out of its entry (the return restores it).
+            self.footprints.cut_entry(&mut s, target.func, self.escaped);
+        }
         // The callee's mod set starts empty.
         s.written = imbl::OrdSet::new();
         s

@@ -646,7 +646,13 @@ impl State {
         }
         changed |= self.orig.join_with(&o.orig);
         changed |= self.eqs.join_with(&o.eqs);
-        if !o.written.is_subset(&self.written) {
+        // Mod sets mostly share their structure: the difference skips what they share.
+        let grows = !o.written.ptr_eq(&self.written)
+            && (o.written.len() > self.written.len()
+                || o.written
+                    .diff(&self.written)
+                    .any(|d| matches!(d, imbl::ordset::DiffItem::Remove(_))));
+        if grows {
             self.written = self.written.clone().union(o.written.clone());
             changed = true;
         }

@@ -14,6 +14,7 @@
 //! a state, and the reason is reported as an imprecision.
 
 pub mod callbacks;
+pub mod footprint;
 pub mod interp;
 pub mod library;
 pub mod memory;
@@ -61,6 +62,14 @@ pub const TOTAL_PER_EDGE: u64 = 60;
 /// cost grows with contexts × rounds; seed 001 §8 reports the same trade-off for EVA).
 pub const LARGE_PROGRAM_EDGES: usize = 6_000;
 
+/// The share of the total budget (numerator over 4) the analysis with call-string contexts
+/// may spend: when it runs out, the analysis starts again without contexts
+/// ([`Backend::retry_cheaper`]) with the rest of the budget, and degrades only if that runs
+/// out too.
+/// A callee context shared by all its callers sees fewer distinct entry states, so the
+/// context-insensitive analysis converges on programs where the other does not.
+pub const CONTEXT_BUDGET_QUARTERS: u64 = 2;
+
 /// Rounds of the thread-modular fixpoint before the backend degrades.
 pub const MAX_ROUNDS: u32 = 8;
 
@@ -78,6 +87,11 @@ pub struct ValueBackend<'p> {
     total_budget: u64,
     globals: Rc<Vec<Obj>>,
     addr_taken: FxHashSet<(FuncId, LocalId)>,
+    /// The globals each function may reach by name ([`footprint`]).
+    footprints: footprint::Footprints,
+    /// The bases the shared invariant's pointers point to ([`Shared::pointed`]), as of the
+    /// start of the thread analysis running.
+    escaped: FxHashSet<Base>,
     specific_keys: FxHashSet<crate::ir::GlobalId>,
     shared: Shared,
     creates: FxHashMap<CallSite, (State, Val)>,
@@ -174,15 +188,22 @@ impl<'p> ValueBackend<'p> {
         } else {
             depth
         };
+        let total_budget = TOTAL_BUDGET.max(TOTAL_PER_EDGE.saturating_mul(edges as u64));
         let mut b = ValueBackend {
             program,
             roles,
             syntactic: Syntactic::new(program, roles),
             depth,
             budget: VISIT_BUDGET.max(VISITS_PER_EDGE.saturating_mul(edges as u64)),
-            total_budget: TOTAL_BUDGET.max(TOTAL_PER_EDGE.saturating_mul(edges as u64)),
+            total_budget: if depth > 0 {
+                total_budget / 4 * CONTEXT_BUDGET_QUARTERS
+            } else {
+                total_budget
+            },
             globals: Rc::new(Vec::new()),
             addr_taken,
+            footprints: footprint::Footprints::new(program, roles),
+            escaped: FxHashSet::default(),
             specific_keys,
             shared: Shared::default(),
             creates: FxHashMap::default(),
@@ -217,6 +238,8 @@ impl<'p> ValueBackend<'p> {
                 .unwrap_or(thread == ThreadId::MAIN),
             shared: &self.shared,
             addr_taken: &self.addr_taken,
+            footprints: &self.footprints,
+            escaped: &self.escaped,
             specific_keys: &self.specific_keys,
             effects: interp::Effects::default(),
             cur: (regions::Stored::Other, None),
@@ -539,6 +562,7 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
             tracing::debug!(thread = thread.0, round = self.round, ?why, "re-analysing");
         }
         let at = self.shared.clock();
+        self.escaped = self.shared.pointed(thread, unique);
         let frame = self.frame(thread, entry, site);
         let init = State::start(frame);
         let tc = ThreadContexts::new(thread, entry, self.depth);
@@ -889,6 +913,23 @@ impl<'p> Backend<'p> for ValueBackend<'p> {
 
     fn degradations(&self) -> Vec<String> {
         self.degraded.iter().cloned().collect()
+    }
+
+    fn retry_cheaper(&mut self) -> bool {
+        let Some(reason) = &self.degraded else {
+            return false;
+        };
+        if self.depth == 0 {
+            return false;
+        }
+        tracing::info!(%reason, "value analysis with contexts gave up: again without contexts");
+        // The whole analysis keeps to one total budget: the second attempt gets what the
+        // first left.
+        let spent = self.visits;
+        let mut again = ValueBackend::new(self.program, self.roles, 0);
+        again.total_budget = again.total_budget.saturating_sub(spent);
+        *self = again;
+        true
     }
 
     fn thread_independent(&self) -> bool {
