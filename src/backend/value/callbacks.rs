@@ -35,13 +35,9 @@ impl<'p> Interp<'_, 'p> {
                 if matches!(b, Base::Func(_) | Base::Str(_)) {
                     continue;
                 }
-                let obj = s.view(b);
-                let vals = obj.cells().iter().map(|c| &c.v).chain([&obj.rest]);
-                for x in vals {
-                    for (t, _) in x.ptr.targets() {
-                        if let Base::Func(g) = t {
-                            out.push(*g);
-                        }
+                for t in s.view(b).pointer_targets() {
+                    if let Base::Func(g) = t {
+                        out.push(g);
                     }
                 }
             }

@@ -141,13 +141,6 @@ impl Footprints {
         Footprints { per_func }
     }
 
-    /// Whether `func` has a footprint at all.
-    pub fn known(&self, func: FuncId) -> bool {
-        self.per_func
-            .get(func.0 as usize)
-            .is_some_and(|f| f.is_some())
-    }
-
     /// Leaves out of `s`, the entry state of a call of `func`, every global, local and heap
     /// object the callee cannot reach: reachable are the globals of its footprint, the
     /// locals and heap sites of the functions of its footprint (the bound parameters among
@@ -185,17 +178,8 @@ impl Footprints {
             }
         }
         let visit = |o: &Obj, reach: &mut FxHashSet<Base>, work: &mut Vec<Base>| {
-            for c in o.cells() {
-                for (t, _) in c.v.ptr.targets() {
-                    if reach.insert(*t) {
-                        work.push(*t);
-                    }
-                }
-            }
-            for (t, _) in o.rest.ptr.targets() {
-                if reach.insert(*t) {
-                    work.push(*t);
-                }
+            for t in o.pointer_targets() {
+                add(t, reach, work);
             }
         };
         while let Some(b) = work.pop() {

@@ -147,10 +147,7 @@ impl Shared {
             .map(|(_, o)| o)
             .chain(self.wild.values());
         for o in objs {
-            for c in o.cells() {
-                out.extend(c.v.ptr.targets().iter().map(|(b, _)| *b));
-            }
-            out.extend(o.rest.ptr.targets().iter().map(|(b, _)| *b));
+            out.extend(o.pointer_targets());
         }
         out
     }

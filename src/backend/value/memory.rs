@@ -95,6 +95,16 @@ impl Obj {
         &self.cells
     }
 
+    /// The bases every address stored in the object (its cells and the rest) points into,
+    /// with repeats.
+    pub fn pointer_targets(&self) -> impl Iterator<Item = Base> + '_ {
+        self.cells
+            .iter()
+            .map(|c| &c.v)
+            .chain([&self.rest])
+            .flat_map(|v| v.ptr.targets().iter().map(|(b, _)| *b))
+    }
+
     /// Reads `size` bytes at the byte offsets `off`.
     pub fn read(&self, off: Interval, size: u64) -> Val {
         if off.is_bottom() {
