@@ -328,7 +328,9 @@ impl Machine<'_> {
                 };
                 Ok(Ext::ExitThread(v))
             }
-            Some(Role::Lock { lock, mode, kind }) => {
+            Some(Role::Lock {
+                lock, mode, kind, ..
+            }) => {
                 let addr = self.sync_arg(vals, lock)?;
                 let k0 = self.initial_kind(addr, name);
                 let write = mode == LockMode::Write;

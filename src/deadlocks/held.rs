@@ -678,7 +678,9 @@ impl<'p, B: Backend<'p>> FactAnalysis for LockOrder<'_, 'p, B> {
                 args,
                 dest,
             } => match self.roles.get(*g) {
-                Some(Role::Lock { lock, mode, kind }) => {
+                Some(Role::Lock {
+                    lock, mode, kind, ..
+                }) => {
                     let (lock, mode, kind) = (*lock, *mode, *kind);
                     self.transfer_lock(at, args, dest.as_ref(), (lock, mode, kind), fact, out);
                 }

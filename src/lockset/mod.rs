@@ -154,6 +154,9 @@ pub struct Held {
 struct Pending {
     held: Held,
     key: Option<(FuncId, LocalId)>,
+    /// The thread surely held the lock already and taking it again fails
+    /// ([`Role::Lock`]'s `relock_fails`): the branch that tests for success is not followed.
+    fails: bool,
 }
 
 /// The lockset of one class of paths.
@@ -627,8 +630,8 @@ struct Locksets<'a, 'p, B: Backend<'p>> {
     graph: &'a ThreadGraph,
     tc: &'a ThreadContexts,
     table: &'a mut LockTable,
-    /// Whether the program may make a mutex recursive: an unlock then may leave it held.
-    recursive: bool,
+    /// The mutex types the program may set ([`mutex_types`]).
+    mutex_types: MutexTypes,
     /// The thread's reverse call graph, for lock paths ([`paths`]).
     callers: paths::Callers<'a>,
     /// Semaphores treated as mutexes (binary semaphores, see the module docs).
@@ -799,12 +802,22 @@ fn flag_eval(e: &Expr, g: GlobalId, v: i128) -> Option<i128> {
     }
 }
 
-/// Whether the program may make a mutex recursive: some `pthread_mutexattr_settype` call may
-/// set the recursive type (its type argument is not a constant other than
-/// `PTHREAD_MUTEX_RECURSIVE`, 1 in glibc and musl), or a static initialiser sets glibc's
-/// `__kind` field of a mutex to non-zero (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`; other
-/// kinds than recursive count too: they are rare and this keeps the check simple).
-fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
+/// The mutex types a program may give its mutexes, beyond the default (normal) type.
+#[derive(Clone, Copy, Debug, Default)]
+struct MutexTypes {
+    /// Some mutex may be recursive: an unlock then may leave it held.
+    recursive: bool,
+    /// Some mutex may be of a type other than normal (recursive, error-checking): taking a
+    /// mutex the thread holds may then return ([`Role::Lock`]'s `relock_fails` does not hold).
+    not_normal: bool,
+}
+
+/// The mutex types the program may set: a `pthread_mutexattr_settype` call whose type
+/// argument is not a constant, or is a constant other than `PTHREAD_MUTEX_NORMAL` (0; 1 is
+/// `PTHREAD_MUTEX_RECURSIVE` in glibc and musl), or a static initialiser setting glibc's
+/// `__kind` field of a mutex to non-zero (`PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP`, which counts
+/// as recursive: other kinds are rare and this keeps the check simple).
+fn mutex_types(program: &Program, roles: &Roles) -> MutexTypes {
     let static_kind = program.globals.iter().flat_map(|g| &g.init).any(|e| {
         let named_kind = match e.proj.last() {
             Some(Proj::Field { comp, index }) => {
@@ -824,19 +837,27 @@ fn may_be_recursive(program: &Program, roles: &Roles) -> bool {
                 crate::ir::InitValue::Str(_) => false,
             }
     });
-    static_kind
-        || program
-            .functions
-            .iter()
-            .filter_map(|f| f.body.as_ref())
-            .flat_map(|cfg| cfg.edges.iter())
-            .any(|e| match (&e.op, roles.of_call(&e.op)) {
-                (Op::Call { args, .. }, Some(Role::MutexAttrSettype { kind, .. })) => args
-                    .get(*kind)
-                    .and_then(|k| crate::ir::visit::strip_casts(k).as_int())
-                    .is_none_or(|k| k == 1),
-                _ => false,
-            })
+    let mut types = MutexTypes {
+        recursive: static_kind,
+        not_normal: static_kind,
+    };
+    let set_kinds = program
+        .functions
+        .iter()
+        .filter_map(|f| f.body.as_ref())
+        .flat_map(|cfg| cfg.edges.iter())
+        .filter_map(|e| match (&e.op, roles.of_call(&e.op)) {
+            (Op::Call { args, .. }, Some(Role::MutexAttrSettype { kind, .. })) => Some(
+                args.get(*kind)
+                    .and_then(|k| crate::ir::visit::strip_casts(k).as_int()),
+            ),
+            _ => None,
+        });
+    for k in set_kinds {
+        types.recursive |= k.is_none_or(|k| k == 1);
+        types.not_normal |= k.is_none_or(|k| k != 0);
+    }
+    types
 }
 
 /// The symbolic lock a lock call's argument `&O.m` names, when `O` reads only locals of `func`
@@ -1344,10 +1365,25 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             .retain(|h| h.lock == lock || !table.may_alias(lock, h.lock));
     }
 
+    /// Whether taking `locks` (the candidates of one lock call, in `mode`) in `fact` surely
+    /// retakes a lock the thread holds: one candidate, a single object ([`LockKey::Addr`]),
+    /// held in write mode on every path of the fact, and no mutex of the program may be of
+    /// a type other than normal. With a `relock_fails` role the call then never succeeds.
+    fn relock_fails(&self, fact: &LockFact, locks: &[LockId], mode: LockMode) -> bool {
+        let [l] = locks else { return false };
+        !self.mutex_types.not_normal
+            && mode == LockMode::Write
+            && matches!(self.table.key(*l), LockKey::Addr(..))
+            && fact.must.contains(&Held {
+                lock: *l,
+                mode: LockMode::Write,
+            })
+    }
+
     /// An unlock of `lock`: a possibly recursive mutex may stay held (locked more often than
     /// unlocked), so then it leaves only the must-lockset.
     fn unlock(&self, fact: &LockFact, lock: LockId) -> LockFact {
-        if !self.recursive {
+        if !self.mutex_types.recursive {
             return Self::release(fact, lock);
         }
         let mut f = fact.clone();
@@ -1443,6 +1479,19 @@ impl Merge for LockFact {
             m.may.insert(p.held);
         }
         m
+    }
+
+    /// Level 0: the same locks surely held (plain and symbolic); level 1: the same plain
+    /// locks surely held; level 2: any. A fold past the bound then loses the path conditions,
+    /// histories and possible locks of paths first, and a lock every folded path holds stays
+    /// surely held: a callee context reached with more than `racedar_domains::powerset::CAP`
+    /// different entry facts returns each caller's must-lockset, not their intersection.
+    fn similar(&self, o: &LockFact, level: u8) -> bool {
+        match level {
+            0 => self.must == o.must && self.sym == o.sym,
+            1 => self.must == o.must,
+            _ => true,
+        }
     }
 
     fn covers(&self, o: &LockFact) -> bool {
@@ -1652,23 +1701,35 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
             } => {
                 let role = self.roles.get(*f).cloned();
                 match role {
-                    Some(Role::Lock { lock, mode, kind }) => {
+                    Some(Role::Lock {
+                        lock,
+                        mode,
+                        kind,
+                        relock_fails,
+                    }) => {
                         let Some(arg) = args.get(lock) else {
                             out.push(fact.clone());
                             return;
                         };
                         match self.lock_or_path(ctx, eid, lock, arg) {
                             Some(locks) => {
+                                let fails = relock_fails && self.relock_fails(fact, &locks, mode);
                                 for l in locks {
                                     let h = Held { lock: l, mode };
                                     match kind {
+                                        // A self-deadlock: the call never returns.
+                                        LockKind::Blocking if fails => {}
                                         LockKind::Blocking => out.push(Self::add(fact, h)),
                                         LockKind::Try => {
                                             let mut f = fact.clone();
                                             f.may.insert(h);
                                             let key = Self::result_key(func, dest);
                                             if key.is_some() {
-                                                f.pending.push(Pending { held: h, key });
+                                                f.pending.push(Pending {
+                                                    held: h,
+                                                    key,
+                                                    fails,
+                                                });
                                                 f.pending.sort();
                                                 f.pending.dedup();
                                             }
@@ -1741,7 +1802,11 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                                         f.may.insert(h);
                                         let key = Self::result_key(func, dest);
                                         if key.is_some() {
-                                            f.pending.push(Pending { held: h, key });
+                                            f.pending.push(Pending {
+                                                held: h,
+                                                key,
+                                                fails: false,
+                                            });
                                             f.pending.sort();
                                             f.pending.dedup();
                                         }
@@ -1862,6 +1927,10 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 }
                 for (i, success) in resolved.into_iter().rev() {
                     let p = f.pending.remove(i);
+                    if success && p.fails {
+                        // A retake of a held lock that cannot succeed.
+                        return;
+                    }
                     if success {
                         f.must.insert(p.held);
                         f.may.insert(p.held);
@@ -1923,6 +1992,7 @@ impl<'p, B: Backend<'p>> Locksets<'_, 'p, B> {
                 lock,
                 kind: LockKind::Blocking,
                 mode: LockMode::Write,
+                ..
             }) => (args.get(*lock).and_then(named), None),
             Some(Role::Unlock { lock }) => (None, args.get(*lock).and_then(named)),
             _ => (None, None),
@@ -2132,7 +2202,7 @@ impl LocksetResult {
         graph: &ThreadGraph,
     ) -> LocksetResult {
         let mut table = LockTable::default();
-        let recursive = may_be_recursive(program, roles);
+        let mutex_types = mutex_types(program, roles);
         // Binary semaphores (module docs): assume every candidate, check its posts on the
         // result, and solve again without the ones that fail (each round drops at least one).
         let mut binary = init_candidates(program, roles, backend, graph, &mut table, 1);
@@ -2148,7 +2218,7 @@ impl LocksetResult {
                 backend,
                 graph,
                 &mut table,
-                recursive,
+                mutex_types,
                 &binary,
                 &handshake,
                 &flags,
@@ -2187,7 +2257,7 @@ impl LocksetResult {
         backend: &B,
         graph: &ThreadGraph,
         table: &mut LockTable,
-        recursive: bool,
+        mutex_types: MutexTypes,
         binary: &FxHashSet<LockId>,
         handshake: &FxHashSet<LockId>,
         flags: &FxHashMap<GlobalId, (i128, i128)>,
@@ -2219,7 +2289,7 @@ impl LocksetResult {
                 graph,
                 tc,
                 table: &mut *table,
-                recursive,
+                mutex_types,
                 callers: paths::Callers::new(tc),
                 binary,
                 handshake,

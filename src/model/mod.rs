@@ -99,6 +99,13 @@ pub enum Role {
         /// Blocking or try.
         #[serde(default)]
         kind: LockKind,
+        /// Taking the lock while the calling thread already holds it in write mode never
+        /// succeeds, unless the program may change the mutex type (`pthread_mutexattr_settype`):
+        /// a blocking call never returns (a normal mutex deadlocks, a spin lock spins), a try
+        /// call fails (`EBUSY`). False where the call may return an error instead (glibc's
+        /// `pthread_rwlock_wrlock` returns `EDEADLK`). POSIX.1-2017 `pthread_mutex_lock`.
+        #[serde(default, rename = "relock-fails")]
+        relock_fails: bool,
     },
     /// Sets the type of a mutex attribute object (`pthread_mutexattr_settype`); a recursive
     /// type makes unlocking a held mutex leave it possibly held.
@@ -565,10 +572,16 @@ fn forwarding_wrapper(program: &Program, roles: &[Option<Role>], func: FuncId) -
                     }
                 };
                 found = Some(match roles.get(g.0 as usize)?.as_ref()? {
-                    Role::Lock { lock, mode, kind } => Role::Lock {
+                    Role::Lock {
+                        lock,
+                        mode,
+                        kind,
+                        relock_fails,
+                    } => Role::Lock {
                         lock: param(*lock)?,
                         mode: *mode,
                         kind: *kind,
+                        relock_fails: *relock_fails,
                     },
                     Role::Unlock { lock } => Role::Unlock {
                         lock: param(*lock)?,
@@ -967,7 +980,17 @@ mod tests {
             Some(&Role::Lock {
                 lock: 0,
                 mode: LockMode::Read,
-                kind: LockKind::Blocking
+                kind: LockKind::Blocking,
+                relock_fails: false
+            })
+        );
+        assert_eq!(
+            m.role("pthread_mutex_trylock"),
+            Some(&Role::Lock {
+                lock: 0,
+                mode: LockMode::Write,
+                kind: LockKind::Try,
+                relock_fails: true
             })
         );
         assert_eq!(m.role("__VERIFIER_nondet_int"), Some(&Role::Nondet));

@@ -900,6 +900,15 @@ impl Reasons {
         self.0 |= 1 << i;
     }
 
+    /// How much the reasons doubt a pair, least first: whether the location itself is
+    /// uncertain (an unresolved pointer, an imprecise offset, several targets, a heap object
+    /// standing for several: the first four [`REASONS`]), then how many reasons there are. A
+    /// race leads with its least doubtful pair, so one access through an unresolved pointer
+    /// does not hide a resolved pair of the same location behind it.
+    fn doubt(self) -> (bool, u32) {
+        (self.0 & 0b1111 != 0, self.0.count_ones())
+    }
+
     fn texts(self) -> Vec<&'static str> {
         REASONS
             .iter()
@@ -915,9 +924,10 @@ impl Reasons {
 struct LocRaces {
     must_pair: Option<(usize, usize)>,
     must: FxHashSet<usize>,
-    may_pair: Option<(usize, usize)>,
+    /// The may pair the race reports first, with its reasons: the least doubtful one
+    /// ([`Reasons::doubt`]), the first found among equals.
+    may_pair: Option<((usize, usize), Reasons)>,
     may: FxHashSet<usize>,
-    reasons: Reasons,
 }
 
 impl LocRaces {
@@ -929,10 +939,14 @@ impl LocRaces {
                 self.must.insert(j);
             }
             Confidence::May => {
-                self.may_pair.get_or_insert((i, j));
+                if self
+                    .may_pair
+                    .is_none_or(|(_, r)| reasons.doubt() < r.doubt())
+                {
+                    self.may_pair = Some(((i, j), reasons));
+                }
                 self.may.insert(i);
                 self.may.insert(j);
-                self.reasons.0 |= reasons.0;
             }
         }
     }
@@ -1731,7 +1745,7 @@ fn group(
                 witness: None,
             });
         }
-        if let Some(p) = g.may_pair {
+        if let Some((p, reasons)) = g.may_pair {
             let extra: FxHashSet<usize> = g
                 .may
                 .iter()
@@ -1745,7 +1759,7 @@ fn group(
                 races.push(Race {
                     confidence: Confidence::May,
                     accesses: acc,
-                    reasons: g.reasons.texts(),
+                    reasons: reasons.texts(),
                     witness: None,
                 });
             }
