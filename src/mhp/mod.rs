@@ -8,8 +8,10 @@
 //!   nothing reads it from the others, see `MhpFact::settle`);
 //!
 //! plus whether the path is `certain` (feasible for sure: it passes only conditions on values
-//! nobody constrains, such as a fresh `__VERIFIER_nondet_int()`, and direct calls) and which child
-//! each thread-id variable holds (`ids`, from create to join; a join removes exactly that child).
+//! nobody constrains, such as a fresh `__VERIFIER_nondet_int()`, a result the environment gives
+//! or `main`'s argument count, a thread creation's result tested for success, branches whose
+//! straight arms meet again ([`rejoins`]), and direct calls) and which child each thread-id
+//! variable holds (`ids`, from create to join; a join removes exactly that child).
 //!
 //! Two accesses may run in parallel ([`may_parallel`]) when their threads' positions
 //! in the creation tree allow it: for an ancestor `A` of the other thread `T` (through its child
@@ -86,6 +88,11 @@ pub struct MhpFact {
     /// so only at the exit of a function): a caller's result local ([`flag_locals`]) holds it
     /// after the call.
     ret: Option<i128>,
+    /// The paths left certain ones at a branch whose two arms are straight and meet again
+    /// at this node of the function ([`rejoins`]): one arm is taken whatever the condition, so
+    /// the node is reached for sure and the paths are certain again there. Inside the arms
+    /// the fact is not certain but keeps what only certain facts say.
+    restore: Option<(FuncId, NodeId)>,
 }
 
 impl MhpFact {
@@ -104,6 +111,7 @@ impl MhpFact {
             cons: SmallVec::new(),
             flags: SmallVec::new(),
             ret: None,
+            restore: None,
         }
     }
 
@@ -143,7 +151,7 @@ impl MhpFact {
     /// one now covers the other (a `main` with several optional create statements gets
     /// one fact per subset of them instead of the largest).
     fn settle(&mut self) {
-        if !self.certain {
+        if !self.certain && self.restore.is_none() {
             self.must_active.clear();
             self.created_joined.clear();
         }
@@ -553,11 +561,17 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             }
             Op::Call { dest, callee, .. } => {
                 if let Some(l) = dest.as_ref().and_then(local_of) {
+                    // A thread creation's result too: its witness value is 0 (success,
+                    // [`create_result`]), any other value only over-approximates. So is the
+                    // result of a library function whose result comes from the environment
+                    // (`socket`, `getuid`): any value is one some environment gives.
                     let nondet = match callee {
-                        Callee::Direct(f) => {
-                            matches!(roles.get(*f), Some(Role::Nondet))
-                                || (roles.get(*f).is_none() && program.function(*f).body.is_none())
-                        }
+                        Callee::Direct(f) => match roles.get(*f) {
+                            Some(Role::Nondet | Role::ThreadCreate { .. }) => true,
+                            Some(Role::Library(spec)) => spec.environment,
+                            None => program.function(*f).body.is_none(),
+                            Some(_) => false,
+                        },
                         Callee::Indirect(_) => false,
                     };
                     let d = defs.entry(l).or_default();
@@ -597,7 +611,8 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
             defs.insert(*l, (1, false));
         }
     }
-    defs.into_iter()
+    let mut free: FxHashSet<LocalId> = defs
+        .iter()
         .filter(|(l, (n, bad))| {
             *n == 1
                 && !bad
@@ -608,8 +623,102 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
                     .get(l.0 as usize)
                     .is_some_and(|x| x.kind != crate::ir::LocalKind::Param)
         })
-        .map(|(l, _)| l)
-        .collect()
+        .map(|(l, _)| *l)
+        .collect();
+    // `main`'s argument count is an input: a run may pass any number of arguments (the
+    // thread's initial fact bounds its witness values, [`argc_constraint`]).
+    if let Some(argc) = main_argc(program, func)
+        && !defs.contains_key(&argc)
+        && !addr_taken.contains(&argc)
+    {
+        free.insert(argc);
+    }
+    free
+}
+
+/// Longest arm [`rejoins`] follows.
+const REJOIN_ARM: usize = 32;
+
+/// The two-way branches of `func` whose arms are straight and meet again (`if (debug)
+/// printf(...);`), mapped to the node where they meet: each arm is a chain of nodes with one
+/// outgoing edge each, of assignments and calls of functions without a body that return (no
+/// concurrency role, no `noreturn` specification), at most [`REJOIN_ARM`] long. Whatever the
+/// condition, one arm is taken and reaches the meeting node, so a path certain before the
+/// branch is certain again there ([`MhpFact::restore`]).
+fn rejoins(program: &Program, roles: &Roles, func: FuncId) -> FxHashMap<NodeId, NodeId> {
+    let mut out = FxHashMap::default();
+    let Some(cfg) = &program.function(func).body else {
+        return out;
+    };
+    let mut succ: FxHashMap<NodeId, SmallVec<[&Edge; 2]>> = FxHashMap::default();
+    for e in &cfg.edges {
+        succ.entry(e.src).or_default().push(e);
+    }
+    let straight = |e: &Edge| match &e.op {
+        Op::Assign { .. } => true,
+        Op::Call {
+            callee: Callee::Direct(g),
+            ..
+        } => {
+            program.function(*g).body.is_none()
+                && match roles.get(*g) {
+                    None => true,
+                    Some(Role::Library(spec)) => !spec.noreturn,
+                    Some(_) => false,
+                }
+        }
+        _ => false,
+    };
+    // The nodes an arm starting at `n` passes, the last one where it stops.
+    let arm = |mut n: NodeId| {
+        let mut nodes: SmallVec<[NodeId; 8]> = SmallVec::new();
+        loop {
+            nodes.push(n);
+            match succ.get(&n).map(|v| v.as_slice()) {
+                Some([e]) if straight(e) && nodes.len() < REJOIN_ARM => n = e.dst,
+                _ => return nodes,
+            }
+        }
+    };
+    for (n, edges) in &succ {
+        let [a, b] = edges.as_slice() else { continue };
+        if !matches!(a.op, Op::Assume { .. }) || !matches!(b.op, Op::Assume { .. }) {
+            continue;
+        }
+        let (xa, xb) = (arm(a.dst), arm(b.dst));
+        if let Some(j) = xa.iter().find(|x| xb.contains(x))
+            && *j != *n
+        {
+            out.insert(*n, *j);
+        }
+    }
+    out
+}
+
+/// `main`'s first parameter, when `func` is `main` and the parameter is an integer.
+fn main_argc(program: &Program, func: FuncId) -> Option<LocalId> {
+    let f = program.function(func);
+    let argc = *f.params.first()?;
+    let ty = f.locals.get(argc.0 as usize)?.ty;
+    (f.name == "main" && program.types.int_kind(ty).is_some()).then_some(argc)
+}
+
+/// The constraint on `main`'s argument count in the main thread's initial fact: any `int`
+/// over-approximates it (POSIX lets `execve` pass an empty argument vector, and nothing
+/// forbids a negative test), and a run with 1 to 4096 arguments (the program name included)
+/// witnesses a certain path. Linux passes at least the program name since 5.18, and 4096
+/// arguments are far below `ARG_MAX`.
+fn argc_constraint(program: &Program, main: FuncId) -> Option<(LocalId, Interval, Interval)> {
+    let argc = main_argc(program, main)?;
+    let ty = program.function(main).locals.get(argc.0 as usize)?.ty;
+    let range = type_range(program, ty)?;
+    Some((argc, range, Interval::new(1, 4096).meet(&range)))
+}
+
+/// The witness values of a thread creation's result local: 0, the creation succeeded (the
+/// analysis counts the thread as created on the path); any value of `range` over-approximates.
+fn create_result(range: Interval) -> (Interval, Interval) {
+    (range, Interval::constant(0).meet(&range))
 }
 
 /// At most how many different constants a function may return for its facts to record them
@@ -938,6 +1047,8 @@ struct ActiveThreads<'a> {
     join_alls: FxHashMap<FuncId, FxHashMap<EdgeId, Vec<EdgeId>>>,
     /// Per function, liveness of its free and flag locals.
     live: FxHashMap<FuncId, std::rc::Rc<live::Liveness>>,
+    /// Per function, its branches with straight arms and where they meet ([`rejoins`]).
+    rejoins: FxHashMap<FuncId, std::rc::Rc<FxHashMap<NodeId, NodeId>>>,
 }
 
 impl ActiveThreads<'_> {
@@ -1009,6 +1120,17 @@ impl ActiveThreads<'_> {
                 }
             }
             None => {
+                if f.certain && f.restore.is_none() {
+                    let src = self
+                        .program
+                        .function(func)
+                        .body
+                        .as_ref()
+                        .map(|c| c.edge(ctx.edge).src);
+                    f.restore = src
+                        .and_then(|n| self.rejoins_of(func).get(&n).copied())
+                        .map(|j| (func, j));
+                }
                 f.certain = false;
                 out.push(f);
             }
@@ -1129,6 +1251,13 @@ impl ActiveThreads<'_> {
         }
     }
 
+    fn rejoins_of(&mut self, func: FuncId) -> &std::rc::Rc<FxHashMap<NodeId, NodeId>> {
+        let (program, roles) = (self.program, self.roles);
+        self.rejoins
+            .entry(func)
+            .or_insert_with(|| std::rc::Rc::new(rejoins(program, roles, func)))
+    }
+
     fn free_of(&mut self, func: FuncId) -> &std::rc::Rc<FxHashSet<LocalId>> {
         let (program, roles) = (self.program, self.roles);
         self.free
@@ -1208,6 +1337,9 @@ impl Merge for MhpFact {
             // side only is free); certainty survives only identical constraints.
             let same = m.cons == f.cons;
             m.certain = (m.certain || f.certain) && same;
+            if m.restore != f.restore || m.certain || !same {
+                m.restore = None;
+            }
             if !same {
                 let mut hull = SmallVec::new();
                 for (fu, l, i, _) in &m.cons {
@@ -1261,6 +1393,8 @@ impl Merge for MhpFact {
     // of flags come before the sets.
     fn covers(&self, o: &MhpFact) -> bool {
         (!o.certain || (self.certain && self.cons == o.cons))
+            && (o.restore.is_none()
+                || (self.cons == o.cons && (self.certain || self.restore == o.restore)))
             && self.alt_ids.iter().all(|p| o.alt_ids.contains(p))
             && self.covers_paths(o)
     }
@@ -1503,6 +1637,14 @@ impl ActiveThreads<'_> {
                     if let Host::Var(Var::Local(l)) = d.host {
                         f.unconstrain(func, l);
                         f.flags.retain(|(g, x, _)| !(*g == func && *x == l));
+                        if matches!(role, Some(Role::ThreadCreate { .. }))
+                            && d.proj.is_empty()
+                            && self.free_of(func).contains(&l)
+                            && let Some(range) = type_range(self.program, d.ty)
+                        {
+                            let (over, under) = create_result(range);
+                            f.constrain(func, l, over, under);
+                        }
                     }
                 }
             }
@@ -1565,6 +1707,10 @@ impl FactAnalysis for ActiveThreads<'_> {
         self.step(at, edge, fact, out);
         let func = self.tc.ctx(at.ctx).func;
         for f in &mut out[start..] {
+            if f.restore == Some((func, edge.dst)) {
+                f.certain = true;
+                f.restore = None;
+            }
             self.forget_dead(f, func, edge.dst);
             f.settle();
         }
@@ -1647,6 +1793,7 @@ impl FactAnalysis for ActiveThreads<'_> {
         let ctx = at.ctx;
         let mut f = exit.clone();
         f.certain = pre.certain && target.exact && exit.certain;
+
         f.cons = pre.cons.clone();
         f.flags = pre.flags.clone();
         f.ret = pre.ret;
@@ -1802,8 +1949,16 @@ impl MhpResult {
                 exits: FxHashMap::default(),
                 join_alls: FxHashMap::default(),
                 live: FxHashMap::default(),
+                rejoins: FxHashMap::default(),
             };
-            let init = dataflow::initial_facts(MhpFact::initial());
+            let mut first = MhpFact::initial();
+            if let Some(t) = graph.threads.get(tc.thread.0 as usize)
+                && t.site.is_none()
+                && let Some((argc, over, under)) = argc_constraint(program, t.entry)
+            {
+                first.constrain(t.entry, argc, over, under);
+            }
+            let init = dataflow::initial_facts(first);
             let sol = dataflow::solve(
                 program,
                 tc.clone(),
@@ -2338,6 +2493,31 @@ mod tests {
         c.must_active.insert(child(1));
         c.settle();
         assert!(c.must_active.contains(&child(1)));
+    }
+
+    #[test]
+    fn a_fact_waiting_to_be_certain_again_keeps_its_sure_sets_and_is_not_covered_by_a_lost_one() {
+        // Inside a straight arm of a branch that meets again, the fact is not certain but
+        // keeps what it created for sure, for when it is certain again at the meeting node.
+        let mut arm = running(0, 1);
+        arm.must_active.insert(child(1));
+        arm.certain = false;
+        arm.restore = Some((FuncId(0), NodeId(7)));
+        arm.settle();
+        assert!(arm.must_active.contains(&child(1)));
+        // A fact that lost certainty for good does not stand for it.
+        let mut lost = arm.clone();
+        lost.restore = None;
+        lost.settle();
+        assert!(!lost.covers(&arm));
+        // Folding the arms of two different branches forgets the restoration.
+        let mut other = arm.clone();
+        other.restore = Some((FuncId(0), NodeId(9)));
+        let m = MhpFact::merge(&[&arm, &other]);
+        assert!(!m.certain && m.restore.is_none());
+        // Folding a certain fact with an arm's keeps certainty, and needs no restoration.
+        let m = MhpFact::merge(&[&running(0, 1), &arm]);
+        assert!(m.certain && m.restore.is_none());
     }
 
     #[test]

@@ -1020,7 +1020,8 @@ mod tests {
             Some(&Role::Lock {
                 lock: 1,
                 mode: LockMode::Write,
-                kind: LockKind::Blocking
+                kind: LockKind::Blocking,
+                relock_fails: false
             })
         );
         let err = m
