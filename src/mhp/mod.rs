@@ -641,10 +641,13 @@ const REJOIN_ARM: usize = 32;
 
 /// The two-way branches of `func` whose arms are straight and meet again (`if (debug)
 /// printf(...);`), mapped to the node where they meet: each arm is a chain of nodes with one
-/// outgoing edge each, of assignments and calls of functions without a body that return (no
-/// concurrency role, no `noreturn` specification), at most [`REJOIN_ARM`] long. Whatever the
-/// condition, one arm is taken and reaches the meeting node, so a path certain before the
-/// branch is certain again there ([`MhpFact::restore`]).
+/// outgoing edge each, at most [`REJOIN_ARM`] long, of calls of functions without a body that
+/// return (no concurrency role, no `noreturn` specification) and of writes of locals nothing
+/// the facts track reads (no branch condition, returned value, thread-id argument or free
+/// local; address never taken). Whatever the condition, one arm is taken and reaches the
+/// meeting node with the same facts, so a path certain before the branch is certain again
+/// there ([`MhpFact::restore`]). An arm that set a tested local would let a later test
+/// follow an arm no run may take.
 fn rejoins(program: &Program, roles: &Roles, func: FuncId) -> FxHashMap<NodeId, NodeId> {
     let mut out = FxHashMap::default();
     let Some(cfg) = &program.function(func).body else {
@@ -654,13 +657,45 @@ fn rejoins(program: &Program, roles: &Roles, func: FuncId) -> FxHashMap<NodeId, 
     for e in &cfg.edges {
         succ.entry(e.src).or_default().push(e);
     }
+    // The locals the facts may read: tested, returned, joined, free or address-taken.
+    let mut watched = free_locals(program, roles, func);
+    let mut watch = |x: &Expr| {
+        crate::ir::visit::walk_expr(x, &mut |y| match &y.kind {
+            ExprKind::Load(lv) | ExprKind::AddrOf(lv) => {
+                if let Host::Var(Var::Local(l)) = lv.host {
+                    watched.insert(l);
+                }
+            }
+            _ => {}
+        })
+    };
+    for e in &cfg.edges {
+        match &e.op {
+            Op::Assume { cond, .. } => watch(cond),
+            Op::Return(Some(x)) => watch(x),
+            Op::Call { args, .. } => {
+                let joins = matches!(roles.of_call(&e.op), Some(Role::ThreadJoin { .. }));
+                for a in args {
+                    if joins || matches!(strip_casts(a).kind, ExprKind::AddrOf(_)) {
+                        watch(a);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let quiet =
+        |lv: &Lval| crate::ir::visit::whole_local(lv).is_some_and(|l| !watched.contains(&l));
     let straight = |e: &Edge| match &e.op {
-        Op::Assign { .. } => true,
+        Op::Skip => true,
+        Op::Assign { lhs, .. } => quiet(lhs),
         Op::Call {
             callee: Callee::Direct(g),
+            dest,
             ..
         } => {
             program.function(*g).body.is_none()
+                && dest.as_ref().is_none_or(quiet)
                 && match roles.get(*g) {
                     None => true,
                     Some(Role::Library(spec)) => !spec.noreturn,
