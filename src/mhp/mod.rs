@@ -627,7 +627,7 @@ fn free_locals(program: &Program, roles: &Roles, func: FuncId) -> FxHashSet<Loca
         .collect();
     // `main`'s argument count is an input: a run may pass any number of arguments (the
     // thread's initial fact bounds its witness values, [`argc_constraint`]).
-    if let Some(argc) = main_argc(program, func)
+    if let Some((argc, _)) = main_argc(program, func)
         && !defs.contains_key(&argc)
         && !addr_taken.contains(&argc)
     {
@@ -648,7 +648,13 @@ const REJOIN_ARM: usize = 32;
 /// meeting node with the same facts, so a path certain before the branch is certain again
 /// there ([`MhpFact::restore`]). An arm that set a tested local would let a later test
 /// follow an arm no run may take.
-fn rejoins(program: &Program, roles: &Roles, func: FuncId) -> FxHashMap<NodeId, NodeId> {
+/// `free`: the function's free locals ([`free_locals`]).
+fn rejoins(
+    program: &Program,
+    roles: &Roles,
+    func: FuncId,
+    free: &FxHashSet<LocalId>,
+) -> FxHashMap<NodeId, NodeId> {
     let mut out = FxHashMap::default();
     let Some(cfg) = &program.function(func).body else {
         return out;
@@ -658,7 +664,7 @@ fn rejoins(program: &Program, roles: &Roles, func: FuncId) -> FxHashMap<NodeId, 
         succ.entry(e.src).or_default().push(e);
     }
     // The locals the facts may read: tested, returned, joined, free or address-taken.
-    let mut watched = free_locals(program, roles, func);
+    let mut watched = free.clone();
     let mut watch = |x: &Expr| {
         crate::ir::visit::walk_expr(x, &mut |y| match &y.kind {
             ExprKind::Load(lv) | ExprKind::AddrOf(lv) => {
@@ -730,12 +736,13 @@ fn rejoins(program: &Program, roles: &Roles, func: FuncId) -> FxHashMap<NodeId, 
     out
 }
 
-/// `main`'s first parameter, when `func` is `main` and the parameter is an integer.
-fn main_argc(program: &Program, func: FuncId) -> Option<LocalId> {
+/// `main`'s first parameter and its type, when `func` is `main` and the parameter is an
+/// integer.
+fn main_argc(program: &Program, func: FuncId) -> Option<(LocalId, crate::ir::TypeId)> {
     let f = program.function(func);
     let argc = *f.params.first()?;
     let ty = f.locals.get(argc.0 as usize)?.ty;
-    (f.name == "main" && program.types.int_kind(ty).is_some()).then_some(argc)
+    (f.name == "main" && program.types.int_kind(ty).is_some()).then_some((argc, ty))
 }
 
 /// The constraint on `main`'s argument count in the main thread's initial fact: any `int`
@@ -744,8 +751,7 @@ fn main_argc(program: &Program, func: FuncId) -> Option<LocalId> {
 /// witnesses a certain path. Linux passes at least the program name since 5.18, and 4096
 /// arguments are far below `ARG_MAX`.
 fn argc_constraint(program: &Program, main: FuncId) -> Option<(LocalId, Interval, Interval)> {
-    let argc = main_argc(program, main)?;
-    let ty = program.function(main).locals.get(argc.0 as usize)?.ty;
+    let (argc, ty) = main_argc(program, main)?;
     let range = type_range(program, ty)?;
     Some((argc, range, Interval::new(1, 4096).meet(&range)))
 }
@@ -1287,10 +1293,12 @@ impl ActiveThreads<'_> {
     }
 
     fn rejoins_of(&mut self, func: FuncId) -> &std::rc::Rc<FxHashMap<NodeId, NodeId>> {
-        let (program, roles) = (self.program, self.roles);
-        self.rejoins
-            .entry(func)
-            .or_insert_with(|| std::rc::Rc::new(rejoins(program, roles, func)))
+        if !self.rejoins.contains_key(&func) {
+            let free = std::rc::Rc::clone(self.free_of(func));
+            let r = rejoins(self.program, self.roles, func, &free);
+            self.rejoins.insert(func, std::rc::Rc::new(r));
+        }
+        &self.rejoins[&func]
     }
 
     fn free_of(&mut self, func: FuncId) -> &std::rc::Rc<FxHashSet<LocalId>> {
@@ -1828,7 +1836,6 @@ impl FactAnalysis for ActiveThreads<'_> {
         let ctx = at.ctx;
         let mut f = exit.clone();
         f.certain = pre.certain && target.exact && exit.certain;
-
         f.cons = pre.cons.clone();
         f.flags = pre.flags.clone();
         f.ret = pre.ret;
